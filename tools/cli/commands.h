@@ -1,0 +1,9 @@
+// Each qwen3 subcommand registers itself on the top-level CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace qwen3::cli {
+
+
+}  // namespace qwen3::cli

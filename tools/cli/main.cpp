@@ -1,0 +1,24 @@
+// qwen3: the command-line front end. Errors from the library are caught here, and only here.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "qwen3/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"qwen3: Qwen3 inference on the CPU, from a Hugging Face model folder"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const qwen3::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
