@@ -1,0 +1,104 @@
+// Loading a Qwen3 model folder and stepping a batch of sequences through it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qwen3 {
+
+using TokenId = int32_t;
+
+// config.json, with Hugging Face's key names.
+struct ModelConfig {
+  std::string model_type;  // "qwen3"
+  int hidden_size = 0;
+  int intermediate_size = 0;
+  int num_hidden_layers = 0;
+  int num_attention_heads = 0;
+  int num_key_value_heads = 0;
+  int head_dim = 0;  // explicit: 16 x 128 != 1024 in Qwen3-0.6B
+  int vocab_size = 0;
+  int max_position_embeddings = 0;
+  double rope_theta = 0;
+  double rms_norm_eps = 0;
+  bool tie_word_embeddings = false;
+  std::string torch_dtype;
+  int bos_token_id = -1;
+  std::vector<int> eos_token_id;
+
+  // "Qwen3-0.6B (28 layers, 1024 dim, 16 Q heads, 8 KV heads)" style summary.
+  std::string summary(const std::string& name) const;
+  static ModelConfig load(const std::filesystem::path& model_dir);  // validates every field
+};
+
+struct LoadOptions {
+  int threads = 0;          // 0 = one per core
+  std::string isa = "auto";  // "auto", "avx512", "avx2" or "scalar" (the plain reference kernels)
+};
+
+class Model;
+
+// One sequence's KV cache. It grows as tokens arrive (capacity is not reserved up front) up to
+// max_context tokens; stepping past that throws Error(context_overflow).
+class Sequence {
+ public:
+  explicit Sequence(const Model& model, int max_context = 0);  // 0 = the model's maximum
+  int length() const { return length_; }
+  int max_context() const { return max_context_; }
+  // Forgets every cached token from `length` on (to rewind, or to reuse a shared prefix).
+  void truncate(int length);
+  size_t bytes() const;  // KV-cache memory held
+
+ private:
+  friend class Model;
+  void reserve(int tokens);
+  int layers_ = 0, row_ = 0;  // row_ = num_key_value_heads * head_dim floats per token per layer
+  int length_ = 0, max_context_ = 0, capacity_ = 0;
+  std::vector<std::vector<float>> k_, v_;  // per layer: [capacity, kv_heads, head_dim]
+};
+
+// One entry of a batch: the new tokens of one sequence (a whole prompt, or one token).
+struct BatchItem {
+  Sequence* sequence = nullptr;
+  std::span<const TokenId> tokens;
+  bool all_logits = false;  // logits for every token, not just the last
+};
+
+// Receives named intermediates ("embed", "layers.3", "norm") as [rows, cols] float rows.
+using Observer = std::function<void(std::string_view name, const float* data, int rows, int cols)>;
+
+class Model {
+ public:
+  // Reads config.json and the safetensors weights (memory-mapped, never converted); checks every
+  // tensor's presence, dtype and shape before any compute.
+  static std::unique_ptr<Model> load(const std::filesystem::path& model_dir, const LoadOptions& options = {});
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  const std::string& name() const { return name_; }  // folder name
+  const char* isa() const;                            // the kernels in use
+  int threads() const;
+  uint64_t weight_bytes() const;  // bytes of weights read per decoded token
+
+  // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,
+  // per item, logits [rows, vocab_size]: one row (the last token) or one per token.
+  // A sequence's results are bit-identical whatever else is in the batch and whatever the
+  // thread count. Throws Error (invalid_argument, context_overflow) before computing anything.
+  std::vector<std::vector<float>> step(std::span<const BatchItem> batch, const Observer* observer = nullptr);
+
+  struct Impl;
+
+ private:
+  Model() = default;
+  ModelConfig config_;
+  std::string name_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qwen3

@@ -1,0 +1,42 @@
+// AVX2 + FMA instantiation of the SIMD kernels (8 float lanes, 16 registers: a 2 x 4 tile).
+#include <immintrin.h>
+
+#include "cpu/simd_kernels.h"
+
+namespace qwen3::cpu {
+
+namespace {
+
+struct Avx2 {
+  using V = __m256;
+  static constexpr int lanes = 8, MR = 2, NR = 4;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float a) { return _mm256_set1_ps(a); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V load_bf16(const uint16_t* p) {
+    __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+  static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }
+  static float hsum(V v) {  // a fixed tree: (lo + hi) halves, then pairs
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+};
+
+}  // namespace
+
+}  // namespace qwen3::cpu
+
+namespace qwen3::ops {
+
+const KernelTable& avx2_kernels() {
+  static const KernelTable table = cpu::make_table<cpu::Avx2>("avx2");
+  return table;
+}
+
+}  // namespace qwen3::ops

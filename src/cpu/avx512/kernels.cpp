@@ -1,0 +1,39 @@
+// AVX-512 instantiation of the SIMD kernels (16 float lanes, 32 registers: a 6 x 4 tile).
+#include <immintrin.h>
+
+#include "cpu/simd_kernels.h"
+
+namespace qwen3::cpu {
+
+namespace {
+
+struct Avx512 {
+  using V = __m512;
+  static constexpr int lanes = 16, MR = 6, NR = 4;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float a) { return _mm512_set1_ps(a); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V load_bf16(const uint16_t* p) {
+    __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  }
+  static V load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
+  static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+};
+
+}  // namespace
+
+}  // namespace qwen3::cpu
+
+namespace qwen3::ops {
+
+const KernelTable& avx512_kernels() {
+  static const KernelTable table = cpu::make_table<cpu::Avx512>("avx512");
+  return table;
+}
+
+}  // namespace qwen3::ops

@@ -1,0 +1,116 @@
+// The hot kernels written once over a vector type S (tinyBLAS-style); src/cpu/avx2 and
+// src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
+//
+// S provides: V, lanes, MR x NR (the register tile), zero(), load(const float*),
+// load(const uint16_t* bf16 or f16, tag), fma(a, b, acc), hsum(V).
+#pragma once
+
+#include <cstdint>
+
+#include "io/dtype.h"
+#include "ops/kernels.h"
+
+namespace qwen3::cpu {
+
+struct Bf16 {};
+struct F16 {};
+
+template <class S, class W>
+inline typename S::V load_w(const void* w, size_t i) {
+  if constexpr (std::is_same_v<W, float>) return S::load(static_cast<const float*>(w) + i);
+  else if constexpr (std::is_same_v<W, Bf16>) return S::load_bf16(static_cast<const uint16_t*>(w) + i);
+  else return S::load_f16(static_cast<const uint16_t*>(w) + i);
+}
+
+template <class W>
+inline float scalar_w(const void* w, size_t i) {
+  if constexpr (std::is_same_v<W, float>) return static_cast<const float*>(w)[i];
+  else if constexpr (std::is_same_v<W, Bf16>) return bf16_to_f32(static_cast<const uint16_t*>(w)[i]);
+  else return f16_to_f32(static_cast<const uint16_t*>(w)[i]);
+}
+
+// An MR x NR block of outputs. Each output accumulates lane-wise over K in steps of S::lanes,
+// then sums the lanes (hsum, a fixed tree), then adds the K % lanes tail in order: the same
+// sequence of operations for every tile shape, so batching never changes a result.
+template <class S, class W, int MR, int NR>
+inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy) {
+  using V = typename S::V;
+  V acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
+  const int kv = K - K % S::lanes;
+  for (int k = 0; k < kv; k += S::lanes) {
+    V wv[NR];
+    for (int c = 0; c < NR; ++c) wv[c] = load_w<S, W>(w, size_t(n + c) * K + k);
+    for (int r = 0; r < MR; ++r) {
+      V xv = S::load(x + size_t(r) * K + k);
+      for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NR; ++c) {
+      float s = S::hsum(acc[r][c]);
+      for (int k = kv; k < K; ++k) s += x[size_t(r) * K + k] * scalar_w<W>(w, size_t(n + c) * K + k);
+      y[size_t(r) * ldy + n + c] = s;
+    }
+}
+
+// Rows of x in groups of up to S::MR against W rows in groups of up to S::NR.
+template <class S, class W, int MR>
+inline void row_group(const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
+  int n = n0;
+  for (; n + S::NR <= n1; n += S::NR) tile<S, W, MR, S::NR>(x, K, w, n, y, ldy);
+  for (; n < n1; ++n) tile<S, W, MR, 1>(x, K, w, n, y, ldy);
+}
+
+template <class S, class W, int MR>
+inline void row_remainder(int rows, const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
+  if constexpr (MR > 0) {
+    if (rows == MR) return row_group<S, W, MR>(x, K, w, n0, n1, y, ldy);
+    row_remainder<S, W, MR - 1>(rows, x, K, w, n0, n1, y, ldy);
+  }
+}
+
+// Tokens are taken in blocks that stay in L2 while the block's W rows stream past once.
+template <class S, class W>
+void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
+  constexpr int kTokenBlock = 64;
+  for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
+    const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
+    for (int nb = n0; nb < n1; nb += S::NR) {
+      const int ne = nb + S::NR < n1 ? nb + S::NR : n1;
+      int t = t0;
+      for (; t + S::MR <= t1; t += S::MR)
+        row_group<S, W, S::MR>(x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+      if (t < t1) row_remainder<S, W, S::MR - 1>(t1 - t, x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+    }
+  }
+}
+
+template <class S>
+float dot(const float* a, const float* b, int n) {
+  typename S::V acc = S::zero();
+  const int nv = n - n % S::lanes;
+  for (int i = 0; i < nv; i += S::lanes) acc = S::fma(S::load(a + i), S::load(b + i), acc);
+  float s = S::hsum(acc);
+  for (int i = nv; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+template <class S>
+void axpy(float a, const float* x, float* y, int n) {
+  const typename S::V av = S::set1(a);
+  const int nv = n - n % S::lanes;
+  for (int i = 0; i < nv; i += S::lanes) S::store(y + i, S::fma(av, S::load(x + i), S::load(y + i)));
+  for (int i = nv; i < n; ++i) y[i] += a * x[i];
+}
+
+template <class S>
+ops::KernelTable make_table(const char* name) {
+  return ops::KernelTable{name,
+                          {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
+                          dot<S>,
+                          axpy<S>};
+}
+
+}  // namespace qwen3::cpu

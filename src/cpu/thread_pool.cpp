@@ -1,0 +1,74 @@
+// A persistent pool of worker threads with spin-then-sleep hand-off.
+#include "cpu/thread_pool.h"
+
+#include <chrono>
+
+#include <immintrin.h>
+
+namespace qwen3::cpu {
+
+namespace {
+// How long an idle worker spins before it sleeps: long enough to bridge the gap between two
+// ops of a decode step, short enough not to burn a core between requests.
+constexpr auto kSpin = std::chrono::microseconds(300);
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_ = true;
+  generation_.fetch_add(1);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run_share(int index) {
+  const long n = job_n_, threads = size();
+  const int begin = static_cast<int>(n * index / threads), end = static_cast<int>(n * (index + 1) / threads);
+  if (begin < end) (*job_)(begin, end);
+}
+
+void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
+  if (workers_.empty() || n <= 1) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  job_ = &fn;
+  job_n_ = n;
+  pending_.store(static_cast<int>(workers_.size()));
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    wake_.notify_all();
+  }
+  run_share(0);
+  while (pending_.load(std::memory_order_acquire) > 0) _mm_pause();
+}
+
+void ThreadPool::work(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    auto start = std::chrono::steady_clock::now();
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen) {
+      _mm_pause();
+      if (++spins % 256 == 0 && std::chrono::steady_clock::now() - start > kSpin) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+      }
+    }
+    seen = generation_.load();
+    if (stop_) return;
+    run_share(index);
+    pending_.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+}  // namespace qwen3::cpu

@@ -1,0 +1,221 @@
+// The Qwen3 forward pass: one function per step of the math, calling ops only.
+// Names follow transformers' modeling_qwen3.py.
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "model/weights.h"
+#include "ops/ops.h"
+#include "qwen3/error.h"
+#include "qwen3/model.h"
+
+namespace qwen3 {
+
+struct Model::Impl {
+  Weights w;
+  ops::RuntimePtr rt;
+};
+
+namespace {
+
+// The tokens of one step, flattened over the batch.
+struct StepRows {
+  int T = 0;
+  std::vector<int32_t> ids;        // [T]
+  std::vector<int> item_begin;     // first row of each item
+  std::vector<float> cos, sin;     // [T, Dh / 2] rotary angles of each row's position
+  struct Cache {
+    std::vector<std::vector<float>>* k;  // per layer [capacity, Hkv * Dh]
+    std::vector<std::vector<float>>* v;
+    int p0;  // tokens already cached
+  };
+  std::vector<Cache> caches;  // per item
+};
+
+// One layer's scratch buffers, reused across layers.
+struct Scratch {
+  std::vector<float> h;      // [T, D]      normalised input of a sub-block
+  std::vector<float> q;      // [T, H * Dh]
+  std::vector<float> k, v;   // [T, Hkv * Dh]
+  std::vector<float> ctx;    // [T, H * Dh] attention output before o_proj
+  std::vector<float> out;    // [T, D]      a sub-block's output, added to the residual
+  std::vector<float> gate;   // [T, F]
+  std::vector<float> up;     // [T, F]
+};
+
+class Forward {
+ public:
+  Forward(const ModelConfig& c, const Weights& w, ops::Runtime& rt, std::span<const BatchItem> batch,
+          const StepRows& rows)
+      : c_(c), w_(w), rt_(rt), batch_(batch), rows_(rows) {}
+
+  // HF: Qwen3Model.forward, then lm_head on the rows that need logits.
+  std::vector<std::vector<float>> run(const Observer* observer) {
+    const int T = rows_.T, D = c_.hidden_size;
+    std::vector<float> x(size_t(T) * D);  // [T, D] the residual stream
+    embed(x);
+    if (observer) (*observer)("embed", x.data(), T, D);
+    alloc_scratch();
+    for (int l = 0; l < c_.num_hidden_layers; ++l) {
+      block(l, x);
+      if (observer && l + 1 < c_.num_hidden_layers) (*observer)("layers." + std::to_string(l), x.data(), T, D);
+    }
+    final_norm(x);
+    if (observer) (*observer)("norm", x.data(), T, D);
+    return lm_head(x);
+  }
+
+ private:
+  // HF: self.embed_tokens(input_ids)
+  void embed(std::vector<float>& x) { ops::embed(rt_, w_.embed_tokens, rows_.ids, x.data()); }
+
+  // HF: Qwen3DecoderLayer.forward: pre-norm attention and feed-forward, each added to the residual.
+  void block(int l, std::vector<float>& x) {
+    const LayerWeights& lw = w_.layers[l];
+    const int T = rows_.T, D = c_.hidden_size;
+    const float eps = static_cast<float>(c_.rms_norm_eps);
+    ops::rms_norm(rt_, x.data(), lw.input_layernorm.data(), eps, T, D, s_.h.data());  // input_layernorm
+    attention(l, lw);
+    ops::add(x.data(), s_.out.data(), T * D);
+    ops::rms_norm(rt_, x.data(), lw.post_attention_layernorm.data(), eps, T, D, s_.h.data());
+    ffn(lw);
+    ops::add(x.data(), s_.out.data(), T * D);
+  }
+
+  // HF: Qwen3Attention.forward: q/k/v projections, per-head q_norm/k_norm, rope, cached
+  // grouped-query attention, o_proj.
+  void attention(int l, const LayerWeights& lw) {
+    const int T = rows_.T, H = c_.num_attention_heads, Hkv = c_.num_key_value_heads, Dh = c_.head_dim;
+    const float eps = static_cast<float>(c_.rms_norm_eps);
+    ops::matmul(rt_, s_.h.data(), T, lw.q_proj, s_.q.data());
+    ops::matmul(rt_, s_.h.data(), T, lw.k_proj, s_.k.data());
+    ops::matmul(rt_, s_.h.data(), T, lw.v_proj, s_.v.data());
+    ops::rms_norm(rt_, s_.q.data(), lw.q_norm.data(), eps, T * H, Dh, s_.q.data());  // per head
+    ops::rms_norm(rt_, s_.k.data(), lw.k_norm.data(), eps, T * Hkv, Dh, s_.k.data());
+    for (int t = 0; t < T; ++t) {
+      const float* cos = &rows_.cos[size_t(t) * Dh / 2];
+      const float* sin = &rows_.sin[size_t(t) * Dh / 2];
+      ops::rope(&s_.q[size_t(t) * H * Dh], H, Dh, cos, sin);
+      ops::rope(&s_.k[size_t(t) * Hkv * Dh], Hkv, Dh, cos, sin);
+    }
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      const StepRows::Cache& cache = rows_.caches[i];
+      float* k = (*cache.k)[l].data();
+      float* v = (*cache.v)[l].data();
+      const int first = rows_.item_begin[i], n = static_cast<int>(batch_[i].tokens.size()), p0 = cache.p0;
+      const size_t row = size_t(Hkv) * Dh;
+      std::copy_n(&s_.k[first * row], n * row, k + p0 * row);  // append to the KV cache
+      std::copy_n(&s_.v[first * row], n * row, v + p0 * row);
+      ops::attention(rt_, &s_.q[size_t(first) * H * Dh], n, p0, k, v, H, Hkv, Dh, &s_.ctx[size_t(first) * H * Dh]);
+    }
+    ops::matmul(rt_, s_.ctx.data(), T, lw.o_proj, s_.out.data());
+  }
+
+  // HF: Qwen3MLP.forward: down_proj(silu(gate_proj(x)) * up_proj(x))
+  void ffn(const LayerWeights& lw) {
+    const int T = rows_.T, F = c_.intermediate_size;
+    ops::matmul(rt_, s_.h.data(), T, lw.gate_proj, s_.gate.data());
+    ops::matmul(rt_, s_.h.data(), T, lw.up_proj, s_.up.data());
+    ops::silu_mul(s_.gate.data(), s_.up.data(), T * F, s_.gate.data());
+    ops::matmul(rt_, s_.gate.data(), T, lw.down_proj, s_.out.data());
+  }
+
+  // HF: self.norm(hidden_states)
+  void final_norm(std::vector<float>& x) {
+    ops::rms_norm(rt_, x.data(), w_.norm.data(), static_cast<float>(c_.rms_norm_eps), rows_.T, c_.hidden_size,
+                  x.data());
+  }
+
+  // HF: self.lm_head(hidden_states), only on the rows whose logits are wanted.
+  std::vector<std::vector<float>> lm_head(const std::vector<float>& x) {
+    const int D = c_.hidden_size, V = c_.vocab_size;
+    std::vector<std::vector<float>> logits(batch_.size());
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      const int n = static_cast<int>(batch_[i].tokens.size()), rows = batch_[i].all_logits ? n : 1;
+      const int first = rows_.item_begin[i] + n - rows;
+      logits[i].resize(size_t(rows) * V);
+      ops::matmul(rt_, &x[size_t(first) * D], rows, w_.lm_head, logits[i].data());
+    }
+    return logits;
+  }
+
+  void alloc_scratch() {
+    const size_t T = rows_.T, D = c_.hidden_size, F = c_.intermediate_size;
+    const size_t q = size_t(c_.num_attention_heads) * c_.head_dim, kv = size_t(c_.num_key_value_heads) * c_.head_dim;
+    s_.h.resize(T * D);
+    s_.q.resize(T * q);
+    s_.k.resize(T * kv);
+    s_.v.resize(T * kv);
+    s_.ctx.resize(T * q);
+    s_.out.resize(T * D);
+    s_.gate.resize(T * F);
+    s_.up.resize(T * F);
+  }
+
+  const ModelConfig& c_;
+  const Weights& w_;
+  ops::Runtime& rt_;
+  std::span<const BatchItem> batch_;
+  const StepRows& rows_;
+  Scratch s_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
+  if (!std::filesystem::is_directory(dir))
+    throw Error(ErrorKind::io, dir.string() + ": not a model folder (no such directory)");
+  std::unique_ptr<Model> m(new Model());
+  m->config_ = ModelConfig::load(dir);
+  m->name_ = std::filesystem::absolute(dir).lexically_normal().filename().string();
+  if (m->name_.empty()) m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  m->impl_ = std::make_unique<Impl>(Impl{load_weights(dir, m->config_), ops::make_runtime(options.isa, options.threads)});
+  return m;
+}
+
+Model::~Model() = default;
+const char* Model::isa() const { return ops::isa_name(*impl_->rt); }
+int Model::threads() const { return ops::thread_count(*impl_->rt); }
+uint64_t Model::weight_bytes() const { return impl_->w.bytes_per_token(); }
+
+std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, const Observer* observer) {
+  // Everything is checked before any sequence changes.
+  if (batch.empty()) throw Error(ErrorKind::invalid_argument, "step: empty batch");
+  StepRows rows;
+  std::set<const Sequence*> seen;
+  for (auto& item : batch) {
+    if (!item.sequence) throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
+    const Sequence& s = *item.sequence;
+    if (s.layers_ != config_.num_hidden_layers || s.row_ != config_.num_key_value_heads * config_.head_dim)
+      throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
+    if (!seen.insert(&s).second) throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
+    if (item.tokens.empty()) throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");
+    if (item.tokens.size() > size_t(s.max_context_ - s.length_))
+      throw Error(ErrorKind::context_overflow, "context overflow: " + std::to_string(s.length_) + " cached + " +
+                                                   std::to_string(item.tokens.size()) + " new tokens exceed the context of " +
+                                                   std::to_string(s.max_context_));
+    for (TokenId id : item.tokens)
+      if (id < 0 || id >= config_.vocab_size)
+        throw Error(ErrorKind::invalid_argument,
+                    "token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(config_.vocab_size) + ")");
+  }
+  const int half = config_.head_dim / 2;
+  for (auto& item : batch) {
+    rows.item_begin.push_back(rows.T);
+    for (size_t j = 0; j < item.tokens.size(); ++j) {
+      rows.ids.push_back(item.tokens[j]);
+      rows.cos.resize(rows.cos.size() + half);
+      rows.sin.resize(rows.sin.size() + half);
+      ops::rope_angles(item.sequence->length_ + static_cast<int>(j), config_.head_dim, config_.rope_theta,
+                       &rows.cos[rows.cos.size() - half], &rows.sin[rows.sin.size() - half]);
+    }
+    rows.T += static_cast<int>(item.tokens.size());
+    item.sequence->reserve(item.sequence->length_ + static_cast<int>(item.tokens.size()));
+    rows.caches.push_back({&item.sequence->k_, &item.sequence->v_, item.sequence->length_});
+  }
+  auto logits = Forward(config_, impl_->w, *impl_->rt, batch, rows).run(observer);
+  for (auto& item : batch) item.sequence->length_ += static_cast<int>(item.tokens.size());
+  return logits;
+}
+
+}  // namespace qwen3

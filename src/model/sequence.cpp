@@ -1,0 +1,49 @@
+// A sequence's KV cache: grows with the tokens it holds, up to its maximum context.
+#include <algorithm>
+#include <string>
+
+#include "qwen3/error.h"
+#include "qwen3/model.h"
+
+namespace qwen3 {
+
+namespace {
+// Growth step: small enough that a short chat holds little memory, large enough that
+// re-allocation is rare.
+constexpr int kGrowTokens = 256;
+}  // namespace
+
+Sequence::Sequence(const Model& model, int max_context) {
+  const ModelConfig& c = model.config();
+  if (max_context < 0)
+    throw Error(ErrorKind::invalid_argument, "context length must be positive, got " + std::to_string(max_context));
+  if (max_context > c.max_position_embeddings)
+    throw Error(ErrorKind::invalid_argument, "context length " + std::to_string(max_context) +
+                                                 " exceeds the model's max_position_embeddings " +
+                                                 std::to_string(c.max_position_embeddings));
+  max_context_ = max_context ? max_context : c.max_position_embeddings;
+  layers_ = c.num_hidden_layers;
+  row_ = c.num_key_value_heads * c.head_dim;
+  k_.resize(layers_);
+  v_.resize(layers_);
+}
+
+void Sequence::truncate(int length) {
+  if (length < 0 || length > length_)
+    throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " + std::to_string(length_) +
+                                                 " tokens to " + std::to_string(length));
+  length_ = length;
+}
+
+void Sequence::reserve(int tokens) {
+  if (tokens <= capacity_) return;
+  capacity_ = std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens));
+  for (int l = 0; l < layers_; ++l) {
+    k_[l].resize(size_t(capacity_) * row_);
+    v_[l].resize(size_t(capacity_) * row_);
+  }
+}
+
+size_t Sequence::bytes() const { return size_t(capacity_) * row_ * sizeof(float) * 2 * layers_; }
+
+}  // namespace qwen3

@@ -1,0 +1,96 @@
+// Finding, checking and viewing every tensor a Qwen3 checkpoint must hold.
+#include "model/weights.h"
+
+#include <string>
+
+#include "qwen3/error.h"
+
+namespace qwen3 {
+
+namespace {
+
+class Loader {
+ public:
+  explicit Loader(const io::SafetensorsArchive& a) : archive_(a) {}
+
+  const io::TensorView& get(const std::string& name, std::vector<int64_t> shape) const {
+    const io::TensorView* t = archive_.find(name);
+    if (!t) throw Error(ErrorKind::format, "model.safetensors: missing tensor " + name);
+    if (t->shape != shape) {
+      io::TensorView want = *t;
+      want.shape = shape;
+      throw Error(ErrorKind::shape, t->file + ": tensor " + name + ": expected " + want.describe() + ", got " +
+                                        t->describe());
+    }
+    return *t;
+  }
+
+  ops::Matrix matrix(const std::string& name, int rows, int cols) const {
+    const auto& t = get(name, {rows, cols});
+    return ops::Matrix{t.dtype, t.data, rows, cols};
+  }
+
+  std::vector<float> vector(const std::string& name, int n) const {
+    const auto& t = get(name, {n});
+    std::vector<float> v(n);
+    for (int i = 0; i < n; ++i) {
+      switch (t.dtype) {
+        case DType::f32: v[i] = static_cast<const float*>(t.data)[i]; break;
+        case DType::bf16: v[i] = bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]); break;
+        case DType::f16: v[i] = f16_to_f32(static_cast<const uint16_t*>(t.data)[i]); break;
+      }
+    }
+    return v;
+  }
+
+ private:
+  const io::SafetensorsArchive& archive_;
+};
+
+uint64_t matrix_bytes(const ops::Matrix& m) { return uint64_t(m.rows) * m.cols * dtype_size(m.dtype); }
+
+}  // namespace
+
+uint64_t Weights::bytes_per_token() const {
+  uint64_t n = matrix_bytes(lm_head);
+  for (auto& l : layers)
+    for (auto* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      n += matrix_bytes(*m);
+  return n;
+}
+
+Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c) {
+  Weights w{io::SafetensorsArchive::open(dir), {}, {}, {}, {}};
+  Loader in(w.archive);
+  const int D = c.hidden_size, F = c.intermediate_size, Dh = c.head_dim;
+  const int q_width = c.num_attention_heads * Dh, kv_width = c.num_key_value_heads * Dh;
+  w.embed_tokens = in.matrix("model.embed_tokens.weight", c.vocab_size, D);
+  for (int i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerWeights l;
+    l.input_layernorm = in.vector(p + "input_layernorm.weight", D);
+    l.q_proj = in.matrix(p + "self_attn.q_proj.weight", q_width, D);
+    l.k_proj = in.matrix(p + "self_attn.k_proj.weight", kv_width, D);
+    l.v_proj = in.matrix(p + "self_attn.v_proj.weight", kv_width, D);
+    l.q_norm = in.vector(p + "self_attn.q_norm.weight", Dh);
+    l.k_norm = in.vector(p + "self_attn.k_norm.weight", Dh);
+    l.o_proj = in.matrix(p + "self_attn.o_proj.weight", D, q_width);
+    l.post_attention_layernorm = in.vector(p + "post_attention_layernorm.weight", D);
+    l.gate_proj = in.matrix(p + "mlp.gate_proj.weight", F, D);
+    l.up_proj = in.matrix(p + "mlp.up_proj.weight", F, D);
+    l.down_proj = in.matrix(p + "mlp.down_proj.weight", D, F);
+    w.layers.push_back(std::move(l));
+  }
+  w.norm = in.vector("model.norm.weight", D);
+  // Tied: the LM head is the embedding matrix. Qwen3-0.6B also stores lm_head.weight (an exact
+  // copy); it is checked but never read, so its pages are never touched.
+  const bool has_head = w.archive.find("lm_head.weight") != nullptr;
+  if (has_head || !c.tie_word_embeddings) {
+    ops::Matrix head = in.matrix("lm_head.weight", c.vocab_size, D);
+    if (!c.tie_word_embeddings) w.lm_head = head;
+  }
+  if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
+  return w;
+}
+
+}  // namespace qwen3

@@ -1,0 +1,41 @@
+// Typed views of every Qwen3 weight, named as in the checkpoint, checked before any compute.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "ops/ops.h"
+#include "qwen3/model.h"
+
+namespace qwen3 {
+
+struct LayerWeights {
+  std::vector<float> input_layernorm;           // [D]
+  ops::Matrix q_proj;                           // [H * Dh, D]
+  ops::Matrix k_proj;                           // [Hkv * Dh, D]
+  ops::Matrix v_proj;                           // [Hkv * Dh, D]
+  std::vector<float> q_norm;                    // [Dh]
+  std::vector<float> k_norm;                    // [Dh]
+  ops::Matrix o_proj;                           // [D, H * Dh]
+  std::vector<float> post_attention_layernorm;  // [D]
+  ops::Matrix gate_proj;                        // [F, D]
+  ops::Matrix up_proj;                          // [F, D]
+  ops::Matrix down_proj;                        // [D, F]
+};
+
+struct Weights {
+  io::SafetensorsArchive archive;  // owns the memory maps the matrices point into
+  ops::Matrix embed_tokens;        // [V, D]
+  std::vector<LayerWeights> layers;
+  std::vector<float> norm;  // [D]
+  ops::Matrix lm_head;      // [V, D]: embed_tokens itself when tied
+
+  // Bytes of matrices read for one decoded token (each layer, plus the LM head).
+  uint64_t bytes_per_token() const;
+};
+
+// Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype.
+Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config);
+
+}  // namespace qwen3

@@ -1,0 +1,30 @@
+// Choosing the kernel table once, from the CPU's features or a forced --isa.
+#include <string>
+
+#include "ops/kernels.h"
+#include "qwen3/error.h"
+
+namespace qwen3::ops {
+
+bool cpu_supports(std::string_view isa) {
+  if (isa == "scalar") return true;
+  const bool avx2 =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (isa == "avx2") return avx2;
+  if (isa == "avx512")
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return false;
+}
+
+const KernelTable& select_kernels(std::string_view isa) {
+  if (isa == "auto") isa = cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "scalar";
+  if (isa != "avx512" && isa != "avx2" && isa != "scalar")
+    throw Error(ErrorKind::invalid_argument, "unknown isa \"" + std::string(isa) + "\" (auto, avx512, avx2, scalar)");
+  if (!cpu_supports(isa)) throw Error(ErrorKind::unsupported, "this CPU does not support " + std::string(isa));
+  if (isa == "avx512") return avx512_kernels();
+  if (isa == "avx2") return avx2_kernels();
+  return reference_kernels();
+}
+
+}  // namespace qwen3::ops

@@ -1,0 +1,31 @@
+// The hot kernels, once per instruction set, behind one table chosen at start-up.
+#pragma once
+
+#include <string_view>
+
+#include "io/dtype.h"
+
+namespace qwen3::ops {
+
+// y[t * ldy + n] = dot(x[t, :K], w[n, :K]) for t < T and n in [n0, n1); w is row-major [N, K] of
+// the kernel's dtype. The reduction order of each output depends on K only, never on T or the
+// n range, so results do not change with batching or threading.
+using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy);
+
+struct KernelTable {
+  const char* name;
+  MatmulKernel matmul[3];  // indexed by DType: f32, f16, bf16
+  float (*dot)(const float* a, const float* b, int n);
+  void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
+};
+
+const KernelTable& reference_kernels();  // plain loops: the oracle, and the fallback
+// Only call these where cpu_supports() says so: their code uses the instruction set.
+const KernelTable& avx2_kernels();    // needs AVX2 + FMA + F16C
+const KernelTable& avx512_kernels();  // needs AVX-512 F/BW/VL/DQ + FMA + F16C
+bool cpu_supports(std::string_view isa);
+
+// "auto" picks the widest the CPU has; "avx512", "avx2", "scalar" force one (an error when absent).
+const KernelTable& select_kernels(std::string_view isa);
+
+}  // namespace qwen3::ops

@@ -1,0 +1,122 @@
+// The model's operations: threading and kernel dispatch live here, not in the model.
+#include "ops/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/thread_pool.h"
+#include "ops/kernels.h"
+#include "qwen3/error.h"
+
+namespace qwen3::ops {
+
+class Runtime {
+ public:
+  Runtime(const KernelTable& k, int threads) : kernels(k), pool(threads) {}
+  const KernelTable& kernels;
+  cpu::ThreadPool pool;
+};
+
+RuntimePtr make_runtime(std::string_view isa, int threads) {
+  if (threads < 0 || threads > 1024)
+    throw Error(ErrorKind::invalid_argument, "threads must be between 0 and 1024, got " + std::to_string(threads));
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return RuntimePtr(new Runtime(select_kernels(isa), threads));
+}
+
+void destroy(Runtime* runtime) { delete runtime; }
+const char* isa_name(const Runtime& rt) { return rt.kernels.name; }
+int thread_count(const Runtime& rt) { return rt.pool.size(); }
+
+void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* out) {
+  const int D = table.cols;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    float* row = out + t * D;
+    const size_t base = size_t(ids[t]) * D;
+    for (int i = 0; i < D; ++i) {
+      switch (table.dtype) {
+        case DType::f32: row[i] = static_cast<const float*>(table.data)[base + i]; break;
+        case DType::bf16: row[i] = bf16_to_f32(static_cast<const uint16_t*>(table.data)[base + i]); break;
+        case DType::f16: row[i] = f16_to_f32(static_cast<const uint16_t*>(table.data)[base + i]); break;
+      }
+    }
+  }
+}
+
+void rms_norm(Runtime&, const float* x, const float* w, float eps, int rows, int n, float* out) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + size_t(r) * n;
+    float* o = out + size_t(r) * n;
+    float sum = 0;
+    for (int i = 0; i < n; ++i) sum += xr[i] * xr[i];
+    const float scale = 1.0f / std::sqrt(sum / n + eps);
+    for (int i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * scale);
+  }
+}
+
+void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) {
+  // Threads take whole blocks of W rows: every thread streams its own part of the weights.
+  constexpr int kRowsPerUnit = 16;
+  const int N = w.rows, K = w.cols, units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
+  const MatmulKernel kernel = rt.kernels.matmul[static_cast<int>(w.dtype)];
+  rt.pool.run(units, [&](int b, int e) {
+    kernel(x, T, K, w.data, b * kRowsPerUnit, std::min(N, e * kRowsPerUnit), y, N);
+  });
+}
+
+void rope_angles(int pos, int head_dim, double theta, float* cos, float* sin) {
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const float inv_freq = 1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / head_dim);
+    const float angle = static_cast<float>(pos) * inv_freq;
+    cos[i] = std::cos(angle);
+    sin[i] = std::sin(angle);
+  }
+}
+
+void rope(float* x, int heads, int head_dim, const float* cos, const float* sin) {
+  const int half = head_dim / 2;
+  for (int h = 0; h < heads; ++h) {
+    float* v = x + size_t(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half];
+      v[i] = a * cos[i] - b * sin[i];
+      v[i + half] = b * cos[i] + a * sin[i];
+    }
+  }
+}
+
+void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int heads, int kv_heads,
+               int head_dim, float* out) {
+  const int group = heads / kv_heads, kv_row = kv_heads * head_dim, q_row = heads * head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const KernelTable& kt = rt.kernels;
+  rt.pool.run(n * heads, [&](int b, int e) {
+    std::vector<float> scores(p0 + n);
+    for (int task = b; task < e; ++task) {
+      const int t = task / heads, h = task % heads, g = h / group, visible = p0 + t + 1;
+      const float* qh = q + size_t(t) * q_row + size_t(h) * head_dim;
+      float max_score = -INFINITY;
+      for (int p = 0; p < visible; ++p) {
+        scores[p] = kt.dot(qh, k + size_t(p) * kv_row + size_t(g) * head_dim, head_dim) * scale;
+        max_score = std::max(max_score, scores[p]);
+      }
+      float sum = 0;
+      for (int p = 0; p < visible; ++p) sum += scores[p] = std::exp(scores[p] - max_score);
+      float* oh = out + size_t(t) * q_row + size_t(h) * head_dim;
+      std::fill(oh, oh + head_dim, 0.0f);
+      for (int p = 0; p < visible; ++p) kt.axpy(scores[p] / sum, v + size_t(p) * kv_row + size_t(g) * head_dim, oh, head_dim);
+    }
+  });
+}
+
+void silu_mul(const float* gate, const float* up, int n, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void add(float* x, const float* y, int n) {
+  for (int i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace qwen3::ops

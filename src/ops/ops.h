@@ -1,0 +1,73 @@
+// The model's operations, each declared once with its shapes and contract.
+//
+// Glossary of dimension names:
+//   T    tokens in one step, over all sequences of the batch
+//   D    hidden_size            F   intermediate_size     V  vocab_size
+//   H    num_attention_heads    Hkv num_key_value_heads   Dh head_dim
+//   K, N a matmul's input and output widths: y[T, N] = x[T, K] . w[N, K]^T
+//   P    positions held in a sequence's KV cache
+//
+// Buffers are row-major float32 unless a Matrix says otherwise. Every op is deterministic: each
+// output element is computed by one thread in a fixed order, whatever T and the thread count.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "io/dtype.h"
+
+namespace qwen3::ops {
+
+// A weight matrix in its file dtype, used in place: row-major [rows, cols].
+struct Matrix {
+  DType dtype = DType::f32;
+  const void* data = nullptr;
+  int rows = 0;
+  int cols = 0;
+};
+
+// The kernels chosen for this CPU and the worker threads; one per model.
+class Runtime;
+void destroy(Runtime* runtime);
+struct RuntimeDeleter {
+  void operator()(Runtime* r) const { destroy(r); }
+};
+using RuntimePtr = std::unique_ptr<Runtime, RuntimeDeleter>;
+// isa: "auto", "avx512", "avx2", "scalar"; threads: 0 = one per core. Throws on bad values.
+RuntimePtr make_runtime(std::string_view isa, int threads);
+const char* isa_name(const Runtime& rt);
+int thread_count(const Runtime& rt);
+
+// out[t, :] = table[ids[t], :] widened to float.                     out [T, D]
+void embed(Runtime& rt, const Matrix& table, std::span<const int32_t> ids, float* out);
+
+// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w, in float32 as HF computes it.
+// x, out [rows, n]; w [n]. out may alias x.
+void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, int n, float* out);
+
+// y[T, N] = x[T, K] . w[N, K]^T. y must not alias x.
+void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y);
+
+// The rotary angles of one position, computed in float32 as HF does:
+// angle[i] = pos * (1 / theta^(2i / Dh)).                             cos, sin [Dh / 2]
+void rope_angles(int pos, int head_dim, double theta, float* cos, float* sin);
+
+// Rotary embedding, rotate-half convention (HF's rotate_half): for i < Dh/2, the pair
+// (x[i], x[i + Dh/2]) turns by angle[i].                              x [heads, Dh], in place
+void rope(float* x, int heads, int head_dim, const float* cos, const float* sin);
+
+// Causal grouped-query attention of n new tokens at positions p0 .. p0+n-1 against a KV cache
+// that already holds them: query head h reads KV head h / (H / Hkv).
+// q, out [n, H * Dh]; k, v [P >= p0 + n, Hkv * Dh]. out must not alias q.
+void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int heads,
+               int kv_heads, int head_dim, float* out);
+
+// out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may alias
+void silu_mul(const float* gate, const float* up, int n, float* out);
+
+// x += y.                                                            [n]
+void add(float* x, const float* y, int n);
+
+}  // namespace qwen3::ops

@@ -1,0 +1,51 @@
+// The whole model against Hugging Face transformers' float32 results, on every kernel set.
+#include <gtest/gtest.h>
+
+#include "cli/verify_model.h"
+#include "io/json_file.h"
+#include "ops/kernels.h"
+#include "test_paths.h"
+
+namespace qwen3 {
+namespace {
+
+constexpr double kTol = 1e-3;  // the fixtures' documented float32 tolerance
+
+struct Param {
+  std::string model;
+  std::string isa;
+};
+
+class Parity : public testing::TestWithParam<Param> {};
+
+TEST_P(Parity, EveryReferenceCaseWithinTolerance) {
+  const Param& p = GetParam();
+  if (!ops::cpu_supports(p.isa)) GTEST_SKIP() << p.isa << " not on this CPU";
+  auto model = Model::load(test::fixtures() / "models" / p.model, {.threads = 2, .isa = p.isa});
+  auto ref = io::read_json(test::reference(p.model + ".json"));
+  for (const auto& c : ref["cases"]) {
+    auto r = cli::verify_model_case(*model, c, kTol);
+    SCOPED_TRACE(p.model + "/" + p.isa + "/" + r.name);
+    EXPECT_GT(r.positions, 0);
+    EXPECT_LE(r.max_logit_error, kTol);
+    EXPECT_LE(r.max_logsumexp_error, kTol);
+    EXPECT_LE(r.max_step_error, kTol);
+    EXPECT_LE(r.max_hidden_error, kTol);
+    EXPECT_LE(r.max_last_logits_error, kTol);
+    EXPECT_EQ(r.greedy_agree, r.greedy_steps);
+    EXPECT_GT(r.greedy_steps, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
+                         testing::Values(Param{"qwen3-tiny", "scalar"}, Param{"qwen3-tiny", "avx2"},
+                                         Param{"qwen3-tiny", "avx512"}, Param{"qwen3-tiny-untied", "scalar"},
+                                         Param{"qwen3-tiny-untied", "avx2"}, Param{"qwen3-tiny-untied", "avx512"}),
+                         [](const auto& info) {
+                           std::string n = info.param.model + "_" + info.param.isa;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace qwen3

@@ -1,0 +1,93 @@
+// `qwen3 generate` (greedy ids in, ids out) and `qwen3 verify` (parity against a reference file).
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/verify_model.h"
+#include "cli/json_input.h"
+#include "qwen3/error.h"
+#include "qwen3/model.h"
+
+namespace qwen3::cli {
+
+namespace {
+
+std::vector<TokenId> parse_ids(const std::string& text) {
+  std::vector<TokenId> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 0 || v > INT32_MAX)
+      throw Error(ErrorKind::invalid_argument, "--ids: \"" + item + "\" is not a token id");
+    ids.push_back(static_cast<TokenId>(v));
+  }
+  if (ids.empty()) throw Error(ErrorKind::invalid_argument, "--ids: no token ids given");
+  return ids;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  struct Args {
+    std::string model, ids;
+    int n = 20, threads = 0;
+    std::string isa = "auto";
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("generate", "Greedy generation from token ids; prints the new ids");
+  cmd->add_option("model", args->model, "Model folder")->required();
+  cmd->add_option("--ids", args->ids, "Prompt token ids, comma-separated (e.g. 785,6722,315,9625,374)")->required();
+  cmd->add_option("-n,--max-tokens", args->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-t,--threads", args->threads, "Threads (0 = one per core)");
+  cmd->add_option("--isa", args->isa, "Kernels: auto, avx512, avx2, scalar");
+  cmd->callback([args] {
+    auto prompt = parse_ids(args->ids);
+    auto model = Model::load(args->model, {args->threads, args->isa});
+    Sequence seq(*model, std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
+    std::vector<TokenId> next = prompt;
+    for (int i = 0; i < args->n; ++i) {
+      BatchItem item{&seq, next, false};
+      auto logits = model->step({&item, 1})[0];
+      TokenId id = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      std::printf(i ? ",%d" : "%d", id);
+      std::fflush(stdout);
+      next.assign(1, id);
+    }
+    std::printf("\n");
+  });
+}
+
+void add_verify_command(CLI::App& app) {
+  struct Args {
+    std::string model, reference;
+    double tol = 1e-3;
+    int threads = 0;
+    std::string isa = "auto";
+  };
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("verify", "Check the engine against a reference file (fixture format); exit 1 on any mismatch");
+  cmd->add_option("model", args->model, "Model folder")->required();
+  cmd->add_option("reference", args->reference, "Reference JSON (model logits, tokenizer or chat-template cases)")->required();
+  cmd->add_option("--tol", args->tol, "Largest allowed |logit error|")->check(CLI::PositiveNumber);
+  cmd->add_option("-t,--threads", args->threads, "Threads (0 = one per core)");
+  cmd->add_option("--isa", args->isa, "Kernels: auto, avx512, avx2, scalar");
+  cmd->callback([args] {
+    auto ref = read_json_file(args->reference);
+    if (!ref.is_object() || !ref.contains("cases"))
+      throw Error(ErrorKind::format, args->reference + ": not a reference file (no \"cases\")");
+    auto model = Model::load(args->model, {args->threads, args->isa});
+    std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(), model->isa(), model->threads());
+    int rc = verify_model_reference(*model, ref, args->tol, stdout);
+    if (rc) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace qwen3::cli
