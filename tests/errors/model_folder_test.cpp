@@ -1,0 +1,224 @@
+// Bad model folders: each gets a clear one-line error naming the file and the problem.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/json_file.h"
+#include "qwen3/error.h"
+#include "qwen3/model.h"
+#include "test_paths.h"
+
+namespace qwen3 {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch copy of the untied fixture model that each test breaks in one way.
+class BadFolder : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("qwen3-bad-" + std::to_string(::getpid()) + "-" +
+                                        testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (auto f : {"config.json", "model.safetensors"}) fs::copy_file(test::untied_model() / f, dir_ / f);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write(const std::string& name, const std::string& bytes) {
+    std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  std::string read(const std::string& name) { return io::read_file(dir_ / name); }
+
+  // Rewrites model.safetensors with `edit` applied to its header.
+  void edit_header(const std::function<void(nlohmann::json&)>& edit) {
+    std::string file = read("model.safetensors");
+    uint64_t len = 0;
+    for (int i = 7; i >= 0; --i) len = len << 8 | uint8_t(file[i]);
+    auto header = nlohmann::json::parse(file.substr(8, len));
+    edit(header);
+    std::string h = header.dump();
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[i] = char((h.size() >> (8 * i)) & 0xff);
+    write("model.safetensors", out + h + file.substr(8 + len));
+  }
+  void edit_config(const std::function<void(nlohmann::json&)>& edit) {
+    auto j = nlohmann::json::parse(read("config.json"));
+    edit(j);
+    write("config.json", j.dump());
+  }
+
+  // Loading fails with this kind, and the message contains every fragment.
+  void expect_error(ErrorKind kind, std::initializer_list<std::string> fragments) {
+    try {
+      Model::load(dir_);
+      FAIL() << "loaded a broken model";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.kind(), kind) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+      for (auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(BadFolder, MissingFolder) {
+  fs::remove_all(dir_);
+  expect_error(ErrorKind::io, {"no such directory"});
+}
+
+TEST_F(BadFolder, MissingConfig) {
+  fs::remove(dir_ / "config.json");
+  expect_error(ErrorKind::io, {"config.json", "cannot open"});
+}
+
+TEST_F(BadFolder, ConfigNotJson) {
+  write("config.json", "{\"hidden_size\": 64,");
+  expect_error(ErrorKind::format, {"config.json", "not valid JSON"});
+}
+
+TEST_F(BadFolder, ConfigMissingField) {
+  edit_config([](nlohmann::json& j) { j.erase("head_dim"); });
+  expect_error(ErrorKind::format, {"config.json", "missing field \"head_dim\""});
+}
+
+TEST_F(BadFolder, ConfigBadValue) {
+  edit_config([](nlohmann::json& j) { j["num_key_value_heads"] = -2; });
+  expect_error(ErrorKind::format, {"config.json", "num_key_value_heads", "positive integer"});
+}
+
+TEST_F(BadFolder, UnknownModelType) {
+  edit_config([](nlohmann::json& j) { j["model_type"] = "llama"; });
+  expect_error(ErrorKind::unsupported, {"config.json", "llama", "supported: qwen3"});
+}
+
+TEST_F(BadFolder, UnknownArchitecture) {
+  edit_config([](nlohmann::json& j) { j["architectures"] = {"Qwen3MoeForCausalLM"}; });
+  expect_error(ErrorKind::unsupported, {"Qwen3MoeForCausalLM", "Qwen3ForCausalLM"});
+}
+
+TEST_F(BadFolder, MissingWeights) {
+  fs::remove(dir_ / "model.safetensors");
+  expect_error(ErrorKind::io, {"model.safetensors", "no such file"});
+}
+
+TEST_F(BadFolder, TruncatedWeights) {
+  std::string f = read("model.safetensors");
+  write("model.safetensors", f.substr(0, f.size() - 100));
+  expect_error(ErrorKind::format, {"model.safetensors", "outside the data section"});
+}
+
+TEST_F(BadFolder, TooShortForHeader) {
+  write("model.safetensors", "abc");
+  expect_error(ErrorKind::format, {"model.safetensors", "too short"});
+}
+
+TEST_F(BadFolder, HeaderLengthBeyondFile) {
+  std::string f = read("model.safetensors");
+  f[6] = 1;  // header length += 2^48
+  write("model.safetensors", f);
+  expect_error(ErrorKind::format, {"model.safetensors", "runs past the end"});
+}
+
+TEST_F(BadFolder, HeaderNotJson) {
+  std::string f = read("model.safetensors");
+  f[8] = '[';
+  f[9] = '?';
+  write("model.safetensors", f);
+  expect_error(ErrorKind::format, {"model.safetensors", "not valid JSON"});
+}
+
+TEST_F(BadFolder, OffsetsOutOfRange) {
+  edit_header([](nlohmann::json& h) { h["model.norm.weight"]["data_offsets"] = {1u << 30, (1u << 30) + 256}; });
+  expect_error(ErrorKind::format, {"model.safetensors", "model.norm.weight", "outside the data section"});
+}
+
+TEST_F(BadFolder, OffsetsOverlap) {
+  edit_header([](nlohmann::json& h) {
+    const uint64_t begin = h["lm_head.weight"]["data_offsets"][0];
+    h["model.norm.weight"]["data_offsets"] = {begin, begin + 64 * 4};  // inside lm_head's bytes
+  });
+  expect_error(ErrorKind::format, {"model.safetensors", "overlap"});
+}
+
+TEST_F(BadFolder, UnsupportedDtype) {
+  edit_header([](nlohmann::json& h) { h["model.norm.weight"]["dtype"] = "I64"; });
+  expect_error(ErrorKind::unsupported, {"model.safetensors", "model.norm.weight", "I64"});
+}
+
+TEST_F(BadFolder, ByteCountDoesNotMatchShape) {
+  edit_header([](nlohmann::json& h) { h["model.norm.weight"]["shape"] = {65}; });
+  expect_error(ErrorKind::format, {"model.norm.weight", "bytes"});
+}
+
+TEST_F(BadFolder, MissingTensor) {
+  edit_header([](nlohmann::json& h) { h.erase("model.layers.2.self_attn.k_norm.weight"); });
+  expect_error(ErrorKind::format, {"missing tensor model.layers.2.self_attn.k_norm.weight"});
+}
+
+TEST_F(BadFolder, WrongShape) {
+  // Same byte count, other shape: only the shape check can catch it.
+  edit_header([](nlohmann::json& h) { h["model.layers.1.mlp.up_proj.weight"]["shape"] = {64, 160}; });
+  expect_error(ErrorKind::shape, {"model.layers.1.mlp.up_proj.weight", "expected f32 [160, 64], got f32 [64, 160]"});
+}
+
+TEST_F(BadFolder, UntiedWithoutLmHead) {
+  edit_header([](nlohmann::json& h) { h.erase("lm_head.weight"); });
+  expect_error(ErrorKind::format, {"missing tensor lm_head.weight"});
+}
+
+TEST(ModelLoad, ShardedCheckpointLoadsLikeOneFile) {
+  // Split the untied model's tensors over two shards with an index, as Qwen3-4B/8B ship.
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("qwen3-sharded-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(test::untied_model() / "config.json", dir / "config.json");
+  std::string file = io::read_file(test::untied_model() / "model.safetensors");
+  uint64_t len = 0;
+  for (int i = 7; i >= 0; --i) len = len << 8 | uint8_t(file[i]);
+  auto header = nlohmann::json::parse(file.substr(8, len));
+  const std::string data = file.substr(8 + len);
+  nlohmann::json shard_headers[2] = {nlohmann::json::object(), nlohmann::json::object()};
+  std::string shard_data[2];
+  nlohmann::json index = {{"metadata", {}}, {"weight_map", nlohmann::json::object()}};
+  int i = 0;
+  for (auto& [name, t] : header.items()) {
+    if (name == "__metadata__") continue;
+    const int s = i++ % 2;
+    uint64_t b = t["data_offsets"][0], e = t["data_offsets"][1];
+    nlohmann::json nt = t;
+    nt["data_offsets"] = {shard_data[s].size(), shard_data[s].size() + (e - b)};
+    shard_data[s] += data.substr(b, e - b);
+    shard_headers[s][name] = nt;
+    index["weight_map"][name] = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
+  }
+  for (int s = 0; s < 2; ++s) {
+    std::string h = shard_headers[s].dump(), out(8, '\0');
+    for (int b = 0; b < 8; ++b) out[b] = char((h.size() >> (8 * b)) & 0xff);
+    std::ofstream(dir / ("model-0000" + std::to_string(s + 1) + "-of-00002.safetensors"), std::ios::binary)
+        << out << h << shard_data[s];
+  }
+  std::ofstream(dir / "model.safetensors.index.json") << index.dump();
+  auto sharded = Model::load(dir), single = Model::load(test::untied_model());
+  std::vector<TokenId> p = {1, 2, 3, 4};
+  Sequence a(*sharded), b(*single);
+  BatchItem ia{&a, p, false}, ib{&b, p, false};
+  EXPECT_EQ(sharded->step({&ia, 1}), single->step({&ib, 1}));
+  fs::remove_all(dir);
+}
+
+TEST(ModelLoad, ConfigSummaryAndEos) {
+  auto m = Model::load(test::tiny_model());
+  EXPECT_EQ(m->config().summary("Qwen3-0.6B"), "Qwen3-0.6B (3 layers, 32 dim, 4 Q heads, 2 KV heads)");
+  EXPECT_EQ(m->config().head_dim, 16);
+  EXPECT_EQ(m->config().eos_token_id, std::vector<int>{151645});
+  EXPECT_EQ(m->name(), "qwen3-tiny");
+}
+
+}  // namespace
+}  // namespace qwen3

@@ -1,0 +1,133 @@
+// Every SIMD kernel against the scalar reference, for each instruction set this CPU has.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "ops/kernels.h"
+
+namespace qwen3::ops {
+namespace {
+
+std::vector<const KernelTable*> simd_tables() {
+  std::vector<const KernelTable*> out;
+  if (cpu_supports("avx2")) out.push_back(&avx2_kernels());
+  if (cpu_supports("avx512")) out.push_back(&avx512_kernels());
+  for (auto* t : out) std::printf("testing kernels: %s\n", t->name);
+  return out;
+}
+
+// Weights of a dtype, stored as raw bytes, from float values exactly representable in it.
+struct Weights {
+  DType dtype;
+  std::vector<uint16_t> half;
+  std::vector<float> f32;
+  const void* data(size_t offset) const {
+    return dtype == DType::f32 ? static_cast<const void*>(f32.data() + offset) : half.data() + offset;
+  }
+};
+
+Weights random_weights(DType dtype, size_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  Weights w{dtype, {}, {}};
+  for (size_t i = 0; i < n; ++i) {
+    float v = u(rng);
+    if (dtype == DType::f32) w.f32.push_back(v);
+    else if (dtype == DType::bf16) w.half.push_back(f32_to_bf16(v));
+    else w.half.push_back(static_cast<uint16_t>(0x3c00 ^ (rng() & 0x83ff)));  // f16 in (-2, 2), finite
+  }
+  return w;
+}
+
+TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
+  const float eps = std::numeric_limits<float>::epsilon();
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const KernelTable* kt : simd_tables()) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (int K : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 47, 128, 1024}) {
+        for (int T : {1, 2, 5, 7, 13}) {
+          const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;  // a sub-range of rows, sentinels around it
+          const int misalign = (K + T) % 3;                 // pointers off the natural alignment
+          Weights w = random_weights(dtype, size_t(N) * K + misalign, rng);
+          std::vector<float> x(size_t(T) * K + misalign);
+          for (auto& v : x) v = u(rng);
+          const float sentinel = -12345.0f;
+          std::vector<float> want(size_t(T) * ldy, sentinel), got(size_t(T) * ldy, sentinel);
+          const float* xp = x.data() + misalign;
+          const void* wp = w.data(misalign);
+          reference_kernels().matmul[int(dtype)](xp, T, K, wp, n0, n1, want.data(), ldy);
+          kt->matmul[int(dtype)](xp, T, K, wp, n0, n1, got.data(), ldy);
+          for (int t = 0; t < T; ++t)
+            for (int n = 0; n < ldy; ++n) {
+              const size_t i = size_t(t) * ldy + n;
+              if (n < n0 || n >= n1) {
+                ASSERT_EQ(got[i], sentinel) << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
+                continue;
+              }
+              // A dot product of K terms in any order is within K * eps * sum|x_k w_k| of exact;
+              // both results are, so they are within twice that of each other.
+              float sum_abs = 0;
+              for (int k = 0; k < K; ++k) {
+                float wk = dtype == DType::f32 ? w.f32[misalign + size_t(n) * K + k]
+                           : dtype == DType::bf16 ? bf16_to_f32(w.half[misalign + size_t(n) * K + k])
+                                                  : f16_to_f32(w.half[misalign + size_t(n) * K + k]);
+                sum_abs += std::abs(xp[size_t(t) * K + k] * wk);
+              }
+              const float tol = 2 * K * eps * sum_abs;
+              ASSERT_NEAR(got[i], want[i], tol) << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype)
+                                                << ", K " << K << ", T " << T << ", t " << t << ", n " << n;
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int K = 1024, N = 37, T = 11;
+  for (const KernelTable* kt : simd_tables()) {
+    Weights w = random_weights(DType::bf16, size_t(N) * K, rng);
+    std::vector<float> x(size_t(T) * K);
+    for (auto& v : x) v = u(rng);
+    std::vector<float> all(size_t(T) * N), one(N);
+    kt->matmul[int(DType::bf16)](x.data(), T, K, w.data(0), 0, N, all.data(), N);
+    for (int t = 0; t < T; ++t) {
+      // Alone, and split into odd row ranges as threads would.
+      kt->matmul[int(DType::bf16)](&x[size_t(t) * K], 1, K, w.data(0), 0, 5, one.data(), N);
+      kt->matmul[int(DType::bf16)](&x[size_t(t) * K], 1, K, w.data(0), 5, N, one.data(), N);
+      for (int n = 0; n < N; ++n) ASSERT_EQ(one[n], all[size_t(t) * N + n]) << kt->name << " t=" << t << " n=" << n;
+    }
+  }
+}
+
+TEST(VectorKernels, DotAndAxpyMatchReference) {
+  const float eps = std::numeric_limits<float>::epsilon();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const KernelTable* kt : simd_tables()) {
+    for (int n = 0; n <= 40; ++n) {
+      for (int len : {n, 128}) {
+        std::vector<float> a(len + 1), b(len + 1);
+        for (auto& v : a) v = u(rng);
+        for (auto& v : b) v = u(rng);
+        float sum_abs = 0;
+        for (int i = 0; i < len; ++i) sum_abs += std::abs(a[i + 1] * b[i + 1]);
+        EXPECT_NEAR(kt->dot(a.data() + 1, b.data() + 1, len), reference_kernels().dot(a.data() + 1, b.data() + 1, len),
+                    2 * len * eps * sum_abs)
+            << kt->name << " dot n=" << len;
+        std::vector<float> y1 = b, y2 = b;
+        kt->axpy(0.37f, a.data() + 1, y1.data() + 1, len);
+        reference_kernels().axpy(0.37f, a.data() + 1, y2.data() + 1, len);
+        EXPECT_EQ(y1[0], y2[0]) << "axpy wrote before its start";
+        for (int i = 1; i <= len; ++i) EXPECT_NEAR(y1[i], y2[i], 4 * eps) << kt->name << " axpy n=" << len;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qwen3::ops

@@ -1,0 +1,119 @@
+// A sequence's logits are bit-identical alone or batched with others, and for any thread count.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "qwen3/error.h"
+#include "qwen3/model.h"
+#include "test_paths.h"
+
+namespace qwen3 {
+namespace {
+
+std::vector<TokenId> prompt(int n, int salt) {
+  std::vector<TokenId> ids(n);
+  for (int i = 0; i < n; ++i) ids[i] = (i * 131 + salt * 17 + 5) % 2048;
+  return ids;
+}
+
+// Prefill then three decode steps of one sequence alone; returns every logit produced.
+std::vector<float> run_alone(Model& m, const std::vector<TokenId>& p) {
+  Sequence s(m);
+  std::vector<float> out;
+  BatchItem item{&s, p, true};
+  auto l = m.step({&item, 1})[0];
+  out.insert(out.end(), l.begin(), l.end());
+  for (int i = 0; i < 3; ++i) {
+    TokenId next = 7 + i;
+    BatchItem d{&s, {&next, 1}, false};
+    l = m.step({&d, 1})[0];
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
+  for (std::string isa : {"scalar", "auto"}) {
+    auto m = Model::load(test::untied_model(), {.threads = 2, .isa = isa});
+    std::vector<std::vector<TokenId>> prompts = {prompt(9, 1), prompt(1, 2), prompt(40, 3)};
+    std::vector<std::vector<float>> alone;
+    for (auto& p : prompts) alone.push_back(run_alone(*m, p));
+
+    std::vector<Sequence> seqs;
+    for (size_t i = 0; i < prompts.size(); ++i) seqs.emplace_back(*m);
+    std::vector<std::vector<float>> together(prompts.size());
+    std::vector<BatchItem> batch;
+    for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({&seqs[i], prompts[i], true});
+    auto l = m->step(batch);
+    for (size_t i = 0; i < prompts.size(); ++i) together[i] = l[i];
+    for (int step = 0; step < 3; ++step) {
+      std::vector<TokenId> next(prompts.size(), 7 + step);
+      batch.clear();
+      for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({&seqs[i], {&next[i], 1}, false});
+      l = m->step(batch);
+      for (size_t i = 0; i < prompts.size(); ++i) together[i].insert(together[i].end(), l[i].begin(), l[i].end());
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(alone[i], together[i]) << isa << " sequence " << i;
+  }
+}
+
+TEST(Batch, ThreadCountDoesNotChangeResults) {
+  std::vector<float> first;
+  for (int threads : {1, 2, 3, 5}) {
+    auto m = Model::load(test::tiny_model(), {.threads = threads});
+    auto got = run_alone(*m, prompt(23, 4));
+    if (first.empty()) first = got;
+    EXPECT_EQ(got, first) << threads << " threads";
+  }
+}
+
+TEST(Batch, ContextOverflowIsAnErrorAndChangesNothing) {
+  auto m = Model::load(test::untied_model());
+  Sequence s(*m, 8);
+  auto p = prompt(6, 0);
+  BatchItem item{&s, p, false};
+  m->step({&item, 1});
+  auto more = prompt(3, 1);
+  BatchItem over{&s, more, false};
+  try {
+    m->step({&over, 1});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::context_overflow);
+    EXPECT_NE(std::string(e.what()).find("exceed the context of 8"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.length(), 6);
+  EXPECT_THROW(Sequence(*m, m->config().max_position_embeddings + 1), Error);
+}
+
+TEST(Batch, BadBatchesAreRefused) {
+  auto m = Model::load(test::untied_model());
+  Sequence s(*m);
+  std::vector<TokenId> bad = {1, 2048};
+  BatchItem item{&s, bad, false};
+  EXPECT_THROW(m->step({&item, 1}), Error);
+  EXPECT_THROW(m->step({}), Error);
+  std::vector<TokenId> ok = {1};
+  BatchItem twice[2] = {{&s, ok, false}, {&s, ok, false}};
+  EXPECT_THROW(m->step(twice), Error);
+  auto other = Model::load(test::tiny_model());
+  Sequence foreign(*other);
+  BatchItem wrong{&foreign, ok, false};
+  EXPECT_THROW(m->step({&wrong, 1}), Error);
+  EXPECT_EQ(s.length(), 0);
+}
+
+TEST(Batch, TruncateRewindsTheCache) {
+  auto m = Model::load(test::untied_model());
+  auto p = prompt(12, 9);
+  Sequence a(*m), b(*m);
+  BatchItem ia{&a, p, false};
+  auto full = m->step({&ia, 1})[0];
+  a.truncate(5);
+  BatchItem rest{&a, std::span<const TokenId>(p).subspan(5), false};
+  EXPECT_EQ(m->step({&rest, 1})[0], full) << "re-prefilling after truncate gives the same logits";
+  EXPECT_THROW(b.truncate(1), Error);
+}
+
+}  // namespace
+}  // namespace qwen3
