@@ -5,6 +5,8 @@
 // load(const uint16_t* bf16 or f16, tag), fma(a, b, acc), hsum(V).
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 
 #include "io/dtype.h"
@@ -21,6 +23,14 @@ inline typename S::V load_w(const void* w, size_t i) {
   else if constexpr (std::is_same_v<W, Bf16>) return S::load_bf16(static_cast<const uint16_t*>(w) + i);
   else return S::load_f16(static_cast<const uint16_t*>(w) + i);
 }
+
+template <class W>
+constexpr size_t sizeof_w() {
+  return std::is_same_v<W, float> ? 4 : 2;
+}
+
+// How far ahead of use the memory-bound kernels prefetch weights (measured on kernels_bench).
+constexpr size_t kPrefetchBytes = 512;
 
 template <class W>
 inline float scalar_w(const void* w, size_t i) {
@@ -40,6 +50,10 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
   const int kv = K - K % S::lanes;
   for (int k = 0; k < kv; k += S::lanes) {
+    if constexpr (MR <= 2) {  // few tokens: memory-bound, so fetch the weight rows well ahead
+      for (int c = 0; c < NR; ++c)
+        _mm_prefetch(static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>() + kPrefetchBytes, _MM_HINT_T0);
+    }
     V wv[NR];
     for (int c = 0; c < NR; ++c) wv[c] = load_w<S, W>(w, size_t(n + c) * K + k);
     for (int r = 0; r < MR; ++r) {
@@ -59,6 +73,8 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
 template <class S, class W, int MR>
 inline void row_group(const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
   int n = n0;
+  if constexpr (MR == 1)  // one token: more weight rows in flight keep more memory requests going
+    for (; n + 2 * S::NR <= n1; n += 2 * S::NR) tile<S, W, 1, 2 * S::NR>(x, K, w, n, y, ldy);
   for (; n + S::NR <= n1; n += S::NR) tile<S, W, MR, S::NR>(x, K, w, n, y, ldy);
   for (; n < n1; ++n) tile<S, W, MR, 1>(x, K, w, n, y, ldy);
 }
@@ -77,8 +93,9 @@ void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* 
   constexpr int kTokenBlock = 64;
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
-    for (int nb = n0; nb < n1; nb += S::NR) {
-      const int ne = nb + S::NR < n1 ? nb + S::NR : n1;
+    const int n_block = T == 1 ? 64 : S::NR;  // one token: no reuse of W rows, so stream long runs
+    for (int nb = n0; nb < n1; nb += n_block) {
+      const int ne = nb + n_block < n1 ? nb + n_block : n1;
       int t = t0;
       for (; t + S::MR <= t1; t += S::MR)
         row_group<S, W, S::MR>(x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);

@@ -7,5 +7,7 @@ namespace qwen3::cli {
 
 void add_generate_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
+void add_random_model_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace qwen3::cli

@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   qwen3::cli::add_generate_command(app);
   qwen3::cli::add_verify_command(app);
+  qwen3::cli::add_random_model_command(app);
+  qwen3::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

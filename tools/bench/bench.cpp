@@ -1,0 +1,144 @@
+// `qwen3 bench`: prompt-processing and generation speed in the spirit of llama-bench, with the
+// achieved weight-read bandwidth, time to first token, load time and peak RSS.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "qwen3/model.h"
+
+namespace qwen3::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0;
+}
+
+struct Stats {
+  double mean = 0, sd = 0, median = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(s.sd / (v.size() - 1)) : 0;
+  std::sort(v.begin(), v.end());
+  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  return s;
+}
+
+std::vector<TokenId> tokens(int n, int vocab) {
+  std::vector<TokenId> ids(n);
+  for (int i = 0; i < n; ++i) ids[i] = (i * 7919 + 13) % vocab;
+  return ids;
+}
+
+// Tokens per second of one prefill of n tokens into an empty sequence.
+double prompt_speed(Model& m, int n) {
+  auto ids = tokens(n, m.config().vocab_size);
+  Sequence s(m, n);
+  BatchItem item{&s, ids, false};
+  auto t0 = Clock::now();
+  m.step({&item, 1});
+  return n / seconds_since(t0);
+}
+
+// Tokens per second of n one-token decode steps of `batch` sequences stepped together.
+double generation_speed(Model& m, int n, int batch) {
+  std::vector<Sequence> seqs;
+  for (int b = 0; b < batch; ++b) seqs.emplace_back(m, n + 1);
+  std::vector<TokenId> next(batch, 1);
+  std::vector<BatchItem> items;
+  for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], {&next[b], 1}, false});
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    auto logits = m.step(items);
+    for (int b = 0; b < batch; ++b)
+      next[b] = static_cast<TokenId>(std::max_element(logits[b].begin(), logits[b].end()) - logits[b].begin());
+  }
+  return double(n) * batch / seconds_since(t0);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  struct Args {
+    std::string model, isa = "auto";
+    std::vector<int> prompts = {16, 128, 512};
+    std::vector<int> threads = {0};
+    int gen = 128, reps = 5, batch = 1;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("bench", "Measure prefill (ppN) and decode (tgN) speed, bandwidth, TTFT, RSS");
+  cmd->add_option("model", a->model, "Model folder")->required();
+  cmd->add_option("-p,--prompt", a->prompts, "Prompt lengths for ppN tests")->delimiter(',')->capture_default_str();
+  cmd->add_option("-n,--gen", a->gen, "Tokens for the tgN test (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("-r,--reps", a->reps, "Repetitions of each test")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
+  cmd->add_option("-b,--batch", a->batch, "Sequences decoded together in tgN")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--isa", a->isa, "Kernels: auto, avx512, avx2, scalar")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
+  cmd->callback([a] {
+    nlohmann::json report = {{"tests", nlohmann::json::array()}};
+    for (int threads : a->threads) {
+      auto t0 = Clock::now();
+      auto model = Model::load(a->model, {threads, a->isa});
+      const double load_s = seconds_since(t0);
+      const double gb_per_token = model->weight_bytes() / 1e9;
+      // Time to first token: a 5-token prompt's prefill including the LM head, page cache warm.
+      prompt_speed(*model, 5);  // warm-up: touch every weight once
+      std::vector<double> ttft;
+      for (int r = 0; r < a->reps; ++r) ttft.push_back(5 / prompt_speed(*model, 5));
+      if (!a->json) {
+        std::printf("%s | %s kernels | %d threads | load %.3f s | TTFT (5-token prompt) %.1f ms | %.3f GB weights/token\n",
+                    model->config().summary(model->name()).c_str(), model->isa(), model->threads(), load_s,
+                    stats(ttft).median * 1e3, gb_per_token);
+        std::printf("%-10s %10s %10s %10s %10s\n", "test", "tok/s", "sd", "median", "GB/s");
+      }
+      auto add = [&](const std::string& name, std::vector<double> v, bool decode) {
+        Stats s = stats(v);
+        const double gbs = decode ? s.median * gb_per_token / a->batch : 0;
+        if (!a->json) {
+          std::printf("%-10s %10.2f %10.2f %10.2f", name.c_str(), s.mean, s.sd, s.median);
+          decode ? std::printf(" %10.2f\n", gbs) : std::printf(" %10s\n", "-");
+        }
+        report["tests"].push_back({{"test", name}, {"threads", model->threads()}, {"isa", model->isa()},
+                                   {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
+                                   {"gb_s", gbs}, {"load_s", load_s}, {"ttft_ms", stats(ttft).median * 1e3}});
+      };
+      for (int p : a->prompts) {
+        std::vector<double> v;
+        for (int r = 0; r < a->reps; ++r) v.push_back(prompt_speed(*model, p));
+        add("pp" + std::to_string(p), v, false);
+      }
+      if (a->gen > 0) {
+        std::vector<double> v;
+        for (int r = 0; r < a->reps; ++r) v.push_back(generation_speed(*model, a->gen, a->batch));
+        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : ""), v, true);
+      }
+      report["model"] = model->config().summary(model->name());
+      report["gb_per_token"] = gb_per_token;
+    }
+    report["peak_rss_mb"] = peak_rss_mb();
+    if (a->json) std::printf("%s\n", report.dump(2).c_str());
+    else std::printf("peak RSS %.0f MB\n", peak_rss_mb());
+  });
+}
+
+}  // namespace qwen3::cli
