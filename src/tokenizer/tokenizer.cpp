@@ -84,6 +84,10 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special) c
 
 std::string_view Tokenizer::token(TokenId id) const { return impl_->known(id) ? impl_->piece(id) : std::string_view{}; }
 
+std::string_view Tokenizer::token_bytes(TokenId id) const {
+  return impl_->known(id) ? impl_->bytes(id) : std::string_view{};
+}
+
 TokenId Tokenizer::token_id(std::string_view piece) const {
   auto it = impl_->piece_ids.find(piece);
   return it == impl_->piece_ids.end() ? -1 : it->second;
