@@ -89,8 +89,7 @@ std::string_view Tokenizer::token_bytes(TokenId id) const {
 }
 
 TokenId Tokenizer::token_id(std::string_view piece) const {
-  auto it = impl_->piece_ids.find(piece);
-  return it == impl_->piece_ids.end() ? -1 : it->second;
+  return impl_->piece_ids.find(piece);
 }
 
 bool Tokenizer::is_special(TokenId id) const { return impl_->known(id) && impl_->entries[size_t(id)].special; }

@@ -5,11 +5,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "qwen3/tokenizer.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/piece_index.h"
 
 namespace qwen3 {
 
@@ -27,7 +27,7 @@ struct Tokenizer::Impl {
 
   std::string arena;
   std::vector<Entry> entries;  // [vocab_size], by id
-  std::unordered_map<std::string_view, TokenId> piece_ids;  // views into arena
+  detail::PieceIndex piece_ids;  // views into arena
   detail::Bpe bpe;
   std::vector<AddedToken> added;  // longest first, so the first match is the longest
   bool added_first_byte[256] = {};

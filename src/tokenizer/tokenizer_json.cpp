@@ -158,9 +158,9 @@ void load_vocab_and_added(Tokenizer::Impl& t, const Reader& r, element root) {
   // that they win over a vocabulary piece with the same spelling, as in HF's token_to_id.
   t.piece_ids.reserve(t.entries.size());
   for (size_t id = 0; id < t.entries.size(); ++id) {
-    if (t.entries[id].known) t.piece_ids[t.piece(TokenId(id))] = TokenId(id);
+    if (t.entries[id].known) t.piece_ids.insert(t.piece(TokenId(id)), TokenId(id));
   }
-  for (const auto& a : t.added) t.piece_ids[a.content] = a.id;
+  for (const auto& a : t.added) t.piece_ids.insert(t.piece(a.id), a.id);
   std::stable_sort(t.added.begin(), t.added.end(),
                    [](const auto& a, const auto& b) { return a.content.size() > b.content.size(); });
   for (const auto& a : t.added) t.added_first_byte[static_cast<unsigned char>(a.content[0])] = true;
@@ -168,11 +168,11 @@ void load_vocab_and_added(Tokenizer::Impl& t, const Reader& r, element root) {
 
 void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
   auto lookup = [&](std::string_view piece, size_t rank) {
-    auto it = t.piece_ids.find(piece);
-    if (it == t.piece_ids.end()) {
+    TokenId id = t.piece_ids.find(piece);
+    if (id < 0) {
       r.fail(ErrorKind::format, "merge " + std::to_string(rank) + ": '" + std::string(piece) + "' is not in the vocabulary");
     }
-    return it->second;
+    return id;
   };
   simdjson::dom::array merges;
   if (r.field(r.field(root, "model", "model"), "merges", "model.merges").get(merges)) {
@@ -204,9 +204,8 @@ void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
     piece.clear();
     char byte = char(b);
     bytes_to_piece(std::string_view(&byte, 1), piece);
-    auto it = t.piece_ids.find(piece);
-    if (it == t.piece_ids.end()) r.fail(ErrorKind::format, "model.vocab has no piece for byte " + std::to_string(b));
-    byte_ids[size_t(b)] = it->second;
+    byte_ids[size_t(b)] = t.piece_ids.find(piece);
+    if (byte_ids[size_t(b)] < 0) r.fail(ErrorKind::format, "model.vocab has no piece for byte " + std::to_string(b));
   }
   t.bpe = Bpe(byte_ids, ranked);
 }
