@@ -12,6 +12,7 @@
 
 #include "qwen3/error.h"
 #include "test_paths.h"
+#include "tokenizer/pretokenize.h"
 #include "tokenizer/utf8.h"
 
 namespace qwen3 {
@@ -254,6 +255,24 @@ TEST_F(TokenizerFiles, MergeOfUnknownPiece) {
   Error e = load_error();
   EXPECT_EQ(e.kind(), ErrorKind::format);
   EXPECT_NE(std::string(e.what()).find("merge 5"), std::string::npos) << e.what();
+}
+
+TEST(Pretokenize, SplitsLikeTheRegex) {
+  // Expected splits computed with Python's `regex` module (regex.findall) on the same pattern.
+  const std::vector<std::pair<std::string, std::vector<std::string_view>>> cases = {
+      {"x   \n  y", {"x", "   \n", " ", " y"}},
+      {"Hello  world  ", {"Hello", " ", " world", "  "}},
+      {"it's 'RE 'Ll'x", {"it", "'s", " '", "RE", " '", "Ll", "'x"}},
+      {"a\r\n\r\n\tb", {"a", "\r\n\r\n", "\tb"}},
+      {" !!\n\nz", {" !!\n\n", "z"}},
+      {"123abc", {"1", "2", "3", "abc"}},
+      {"\u00a0\u3000x", {"\u00a0", "\u3000x"}},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::vector<std::string_view> pieces;
+    detail::pretokenize(text, pieces);
+    EXPECT_EQ(pieces, expected) << nlohmann::json(text).dump();
+  }
 }
 
 TEST(TokenizerUtf8, LossyDecodingFollowsMaximalSubparts) {
