@@ -33,6 +33,9 @@ class Tokenizer {
 
   // The vocabulary piece of an id, in byte-level form ("Ġcapital"); "" for an unknown id.
   std::string_view token(TokenId id) const;
+  // The raw bytes an id stands for, which decode() joins ("Ġcapital" -> " capital"); may be part
+  // of a UTF-8 character. "" for an unknown id.
+  std::string_view token_bytes(TokenId id) const;
   // The id of a piece or added token, or -1.
   TokenId token_id(std::string_view piece) const;
   bool is_special(TokenId id) const;
