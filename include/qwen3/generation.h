@@ -1,0 +1,89 @@
+// One generation request: feeds its prompt (in chunks), samples, detects eos and stop strings,
+// and streams text. The CLI runs one at a time; the server steps many together.
+#pragma once
+
+#include <climits>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qwen3/model.h"
+#include "qwen3/sampler.h"
+#include "qwen3/tokenizer.h"
+
+namespace qwen3 {
+
+struct GenerationOptions {
+  SamplingParams sampling;
+  int max_tokens = 256;            // new tokens at most
+  std::vector<std::string> stop;   // stop strings: generation ends before the first one found
+  std::vector<TokenId> eos;        // tokens that end generation (not part of the text)
+  int top_logprobs = 0;            // how many alternatives to report per token (0..20)
+  void validate() const;           // throws Error(invalid_argument)
+};
+
+enum class FinishReason { none, eos, stop, length };
+const char* finish_reason_name(FinishReason reason);  // "stop" for eos and stop strings, "length"
+
+struct GeneratedToken {
+  TokenId id = -1;
+  float logprob = 0;                // log-probability under the unmodified model distribution
+  std::vector<TokenProb> top;       // the top_logprobs most likely tokens, when asked for
+  std::string text;                 // text now complete and safe to show (may be empty)
+};
+
+class Generation {
+ public:
+  // `sequence` holds any earlier context (e.g. previous chat turns); `prompt` is appended to it.
+  // Throws Error(context_overflow) when the prompt does not fit the sequence's context.
+  Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vector<TokenId> prompt, GenerationOptions options);
+
+  // The tokens the next model step must consume for this request: the rest of the prompt, at
+  // most `chunk` of it, or the last sampled token. Empty once done().
+  std::span<const TokenId> next_input(int chunk = INT_MAX) const;
+
+  // After the model consumed next_input(chunk) (`fed` tokens), with the logits of the last row.
+  // Returns the sampled token once the prompt is fully in.
+  std::optional<GeneratedToken> advance(int fed, std::span<const float> logits);
+
+  // Ends the request early (client gone, Ctrl-C); flushes nothing.
+  void cancel() { finish_ = FinishReason::length; }
+
+  bool done() const { return finish_ != FinishReason::none; }
+  FinishReason finish_reason() const { return finish_; }
+  int prompt_tokens() const { return static_cast<int>(prompt_.size()); }
+  int completion_tokens() const { return static_cast<int>(generated_.size()); }
+  const std::vector<TokenId>& generated() const { return generated_; }
+  std::string text() const { return text_; }  // all text emitted so far
+  Sequence& sequence() { return sequence_; }
+
+ private:
+  std::string take_safe_text(bool final);
+
+  Sequence& sequence_;
+  const Tokenizer& tokenizer_;
+  GenerationOptions options_;
+  Sampler sampler_;
+  StreamDecoder decoder_;
+  std::vector<TokenId> prompt_, generated_, history_;
+  size_t fed_ = 0;
+  std::string held_;   // decoded text not yet emitted: it may be the start of a stop string
+  std::string text_;   // everything emitted
+  FinishReason finish_ = FinishReason::none;
+};
+
+// Runs a generation alone to the end, calling `on_token` for each sampled token; returns the
+// reason it stopped. Convenience for front ends that serve one request at a time.
+template <class OnToken>
+FinishReason generate(Model& model, Generation& g, OnToken&& on_token, int chunk = 512) {
+  while (!g.done()) {
+    auto input = g.next_input(chunk);
+    BatchItem item{&g.sequence(), input, false};
+    auto logits = model.step({&item, 1});
+    if (auto token = g.advance(static_cast<int>(input.size()), logits[0])) on_token(*token);
+  }
+  return g.finish_reason();
+}
+
+}  // namespace qwen3

@@ -1,0 +1,109 @@
+// One generation request: prompt feeding, sampling, eos and stop strings, streamed text.
+#include "qwen3/generation.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "qwen3/error.h"
+
+namespace qwen3 {
+
+void GenerationOptions::validate() const {
+  sampling.validate();
+  if (max_tokens < 0) throw Error(ErrorKind::invalid_argument, "max_tokens must be >= 0, got " + std::to_string(max_tokens));
+  if (top_logprobs < 0 || top_logprobs > 20)
+    throw Error(ErrorKind::invalid_argument, "top_logprobs must be between 0 and 20, got " + std::to_string(top_logprobs));
+  for (auto& s : stop)
+    if (s.empty()) throw Error(ErrorKind::invalid_argument, "stop strings must not be empty");
+}
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::eos:
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::none: return "none";
+  }
+  return "none";
+}
+
+Generation::Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vector<TokenId> prompt,
+                       GenerationOptions options)
+    : sequence_(sequence),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      sampler_(options_.sampling),
+      decoder_(tokenizer),
+      prompt_(std::move(prompt)),
+      history_(prompt_) {
+  options_.validate();
+  if (prompt_.empty()) throw Error(ErrorKind::invalid_argument, "the prompt is empty");
+  // The prompt and at least one generated token must fit.
+  if (sequence_.length() + prompt_.size() + 1 > size_t(sequence_.max_context()))
+    throw Error(ErrorKind::context_overflow, "the prompt has " + std::to_string(prompt_.size()) + " tokens; with " +
+                                                 std::to_string(sequence_.length()) + " already in context it exceeds the context of " +
+                                                 std::to_string(sequence_.max_context()) + " tokens");
+  if (options_.max_tokens == 0) finish_ = FinishReason::length;
+}
+
+std::span<const TokenId> Generation::next_input(int chunk) const {
+  if (done()) return {};
+  if (fed_ < prompt_.size())
+    return std::span<const TokenId>(prompt_).subspan(fed_, std::min(prompt_.size() - fed_, size_t(std::max(chunk, 1))));
+  return std::span<const TokenId>(&generated_.back(), 1);
+}
+
+std::optional<GeneratedToken> Generation::advance(int fed, std::span<const float> logits) {
+  if (fed_ < prompt_.size()) {
+    fed_ += fed;
+    if (fed_ < prompt_.size()) return std::nullopt;
+  }
+  GeneratedToken out;
+  out.id = sampler_.sample(logits, history_);
+  // Log-probabilities are reported against the model's own distribution (as OpenAI does).
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(double(l) - max_logit);
+  out.logprob = static_cast<float>(logits[out.id] - max_logit - std::log(sum));
+  if (options_.top_logprobs > 0) out.top = top_probs(logits, options_.top_logprobs);
+  generated_.push_back(out.id);
+  history_.push_back(out.id);
+
+  const bool eos = std::find(options_.eos.begin(), options_.eos.end(), out.id) != options_.eos.end();
+  if (eos) {
+    finish_ = FinishReason::eos;
+  } else {
+    held_ += decoder_.push(out.id);
+    if (int(generated_.size()) >= options_.max_tokens || sequence_.length() >= sequence_.max_context())
+      finish_ = FinishReason::length;
+  }
+  out.text = take_safe_text(done());
+  return out;
+}
+
+// Emits held text up to any stop string (ending the generation there), keeping back a tail
+// that could still grow into one.
+std::string Generation::take_safe_text(bool final) {
+  size_t cut = std::string::npos;
+  for (auto& s : options_.stop) cut = std::min(cut, held_.find(s));
+  if (cut != std::string::npos) {
+    held_.resize(cut);
+    finish_ = FinishReason::stop;
+    final = true;
+  }
+  if (final && finish_ != FinishReason::stop) held_ += decoder_.flush();
+  size_t keep = 0;
+  if (!final)
+    for (auto& s : options_.stop)
+      for (size_t n = std::min(s.size() - 1, held_.size()); n > keep; --n)
+        if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
+          keep = n;
+          break;
+        }
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  text_ += out;
+  return out;
+}
+
+}  // namespace qwen3
