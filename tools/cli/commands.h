@@ -9,6 +9,7 @@ void add_generate_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_random_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_run_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 
 }  // namespace qwen3::cli

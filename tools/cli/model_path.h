@@ -1,0 +1,20 @@
+// Turning a command-line model argument into a folder: a path, or a Hub id such as
+// "Qwen/Qwen3-0.6B" found in the standard Hugging Face cache.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace qwen3::cli {
+
+// $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+std::filesystem::path hub_cache();
+
+// The cache folder of a repo id: <hub_cache>/models--Qwen--Qwen3-0.6B.
+std::filesystem::path hub_repo_dir(const std::string& repo_id);
+
+// A folder as given, or the snapshot of a Hub id (refs/main, else the only/newest snapshot).
+// Throws Error(io) saying where it looked.
+std::filesystem::path resolve_model(const std::string& arg);
+
+}  // namespace qwen3::cli

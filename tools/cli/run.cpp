@@ -1,0 +1,138 @@
+// `qwen3 run MODEL "prompt"`: one completion, streamed, with the model summary and timings.
+// The generated text goes to stdout; the summary, timings and --show-probs tables to stderr.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+#include "cli/commands.h"
+#include "cli/model_path.h"
+#include "cli/sampling_flags.h"
+#include "qwen3/chat.h"
+#include "qwen3/error.h"
+#include "qwen3/generation.h"
+
+namespace qwen3::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double peak_rss_gb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1048576.0;
+}
+
+// A token as a reader sees it: its text with whitespace made visible.
+std::string show_token(const Tokenizer& tok, TokenId id) {
+  TokenId ids[] = {id};
+  std::string s = tok.decode(ids), out;
+  for (char c : s) out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : std::string(1, c);
+  return out.empty() ? "''" : out;
+}
+
+const char* stop_description(FinishReason r) {
+  switch (r) {
+    case FinishReason::eos: return "end-of-sequence token";
+    case FinishReason::stop: return "stop string";
+    case FinishReason::length: return "token limit";
+    case FinishReason::none: return "-";
+  }
+  return "-";
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  struct Args {
+    std::string model, prompt;
+    SamplingFlags sampling;
+    int show_probs = 0, ctx = 4096, threads = 0;
+    std::string isa = "auto";
+    bool chat = false, no_think = false, verbose = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("run", "Complete a prompt, streaming the output, then print timings");
+  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache (Qwen/Qwen3-0.6B)")->required();
+  cmd->add_option("prompt", a->prompt, "Prompt text; - reads it from stdin")->required();
+  a->sampling.add_to(*cmd);
+  cmd->add_option("--show-probs", a->show_probs, "Show the K most likely next tokens at each step (1..20)")->check(CLI::Range(0, 20));
+  cmd->add_flag("--chat", a->chat, "Wrap the prompt as a user message with the model's chat template");
+  cmd->add_flag("--no-think", a->no_think, "With --chat: turn Qwen3's thinking mode off");
+  cmd->add_option("-c,--ctx", a->ctx, "Context length (prompt + output), capped by the model")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-t,--threads", a->threads, "Threads (0 = one per core)");
+  cmd->add_option("--isa", a->isa, "Kernels: auto, avx512, avx2, scalar");
+  cmd->add_flag("-v,--verbose", a->verbose, "Print the sampling settings and prompt token ids");
+  cmd->callback([a] {
+    if (a->prompt == "-") a->prompt.assign(std::istreambuf_iterator<char>(std::cin), {});
+    const auto dir = resolve_model(a->model);
+    const auto t_load = Clock::now();
+    auto model = Model::load(dir, {a->threads, a->isa});
+    auto tokenizer = Tokenizer::load(dir);
+    const double load_s = since(t_load);
+    GenerationOptions options = a->sampling.options(dir, model->config().eos_token_id);
+    options.top_logprobs = a->show_probs;
+
+    std::string text = a->prompt;
+    if (a->chat) {
+      ChatOptions chat;
+      chat.enable_thinking = !a->no_think;
+      text = ChatTemplate::load(dir).render(nlohmann::json::array({{{"role", "user"}, {"content", a->prompt}}}), chat);
+    }
+    // Untrusted text in chat mode: only the template's own markup may be special tokens.
+    std::vector<TokenId> ids = a->chat ? tokenizer.encode(text) : tokenizer.encode(text, true);
+    std::fprintf(stderr, "Model:  %s\n", model->config().summary(model->name()).c_str());
+    std::fprintf(stderr, "Prompt: %s\n", a->prompt.c_str());
+    if (a->verbose) {
+      std::fprintf(stderr, "        %zu tokens:", ids.size());
+      for (TokenId id : ids) std::fprintf(stderr, " %d", id);
+      const auto& s = options.sampling;
+      std::fprintf(stderr, "\nSampling: temperature %g, top_k %d, top_p %g, min_p %g, repetition_penalty %g, "
+                           "presence_penalty %g, frequency_penalty %g, seed %llu, max_tokens %d\n",
+                   s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.presence_penalty,
+                   s.frequency_penalty, static_cast<unsigned long long>(s.seed), options.max_tokens);
+      std::fprintf(stderr, "Kernels: %s, %d threads\n", model->isa(), model->threads());
+    }
+    std::fprintf(stderr, "------------------------------------------------------------\n");
+    std::fflush(stderr);
+    if (!a->chat) std::fputs(a->prompt.c_str(), stdout);
+
+    Sequence seq(*model, std::min(a->ctx, model->config().max_position_embeddings));
+    Generation g(seq, tokenizer, ids, options);
+    const auto t0 = Clock::now();
+    double first_s = 0;
+    int step = 0;
+    generate(*model, g, [&](const GeneratedToken& t) {
+      if (step++ == 0) first_s = since(t0);
+      std::fputs(t.text.c_str(), stdout);
+      std::fflush(stdout);
+      if (a->show_probs) {
+        std::string row = "  step " + std::to_string(step) + ": " + show_token(tokenizer, t.id) + " <- ";
+        for (size_t i = 0; i < t.top.size(); ++i) {
+          char prob[32];
+          std::snprintf(prob, sizeof prob, " %.4f", t.top[i].prob);
+          row += (i ? " / " : "") + show_token(tokenizer, t.top[i].id) + prob;
+        }
+        std::fprintf(stderr, "\n%s\n", row.c_str());
+      }
+    });
+    const double total_s = since(t0);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    const int n = g.completion_tokens(), p = g.prompt_tokens();
+    const double decode_s = total_s - first_s;
+    std::fprintf(stderr, "------------------------------------------------------------\n");
+    std::fprintf(stderr, "Stopped: %s after %d tokens\n", stop_description(g.finish_reason()), n);
+    std::fprintf(stderr, "Time:    load %.3f s | prefill %d tokens, first token %.0f ms (%.1f tok/s) | decode %d tokens %.3f s (%.1f tok/s) | total %.3f s\n",
+                 load_s, p, first_s * 1e3, p / first_s, n > 1 ? n - 1 : 0, decode_s, n > 1 ? (n - 1) / decode_s : 0.0,
+                 load_s + total_s);
+    std::fprintf(stderr, "Memory:  peak RSS %.2f GB, KV cache %.1f MB\n", peak_rss_gb(), seq.bytes() / 1e6);
+  });
+}
+
+}  // namespace qwen3::cli

@@ -1,0 +1,58 @@
+// The sampling and generation flags that `run` and `chat` share.
+#include "cli/sampling_flags.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace qwen3::cli {
+
+void SamplingFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("-n,--max-tokens", max_tokens, "New tokens at most")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd.add_option("--temp,--temperature", temperature, "Temperature; 0 = greedy (default: generation_config.json)");
+  cmd.add_option("--top-k", top_k, "Keep the k most likely tokens; 0 = off");
+  cmd.add_option("--top-p", top_p, "Nucleus: smallest set reaching probability p, in (0, 1]");
+  cmd.add_option("--min-p", min_p, "Drop tokens below min_p x the best token's probability");
+  cmd.add_option("--repeat-penalty", repetition_penalty, "Repetition penalty (Hugging Face), 1 = off");
+  cmd.add_option("--presence-penalty", presence_penalty, "Presence penalty (OpenAI), in [-2, 2]");
+  cmd.add_option("--frequency-penalty", frequency_penalty, "Frequency penalty (OpenAI), in [-2, 2]");
+  cmd.add_option("--seed", seed, "Random seed (default: random); the same seed repeats a run");
+  cmd.add_option("--stop", stop, "Stop string (repeatable); generation ends before it");
+}
+
+std::vector<int> generation_eos(const std::filesystem::path& dir, const std::vector<int>& config_eos) {
+  std::ifstream in(dir / "generation_config.json");
+  if (in) {
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_object() && j.contains("eos_token_id")) {
+      std::vector<int> ids;
+      auto& e = j["eos_token_id"];
+      if (e.is_number_integer()) ids.push_back(e.get<int>());
+      if (e.is_array())
+        for (auto& v : e)
+          if (v.is_number_integer()) ids.push_back(v.get<int>());
+      if (!ids.empty()) return ids;
+    }
+  }
+  return config_eos;
+}
+
+GenerationOptions SamplingFlags::options(const std::filesystem::path& dir, const std::vector<int>& eos) const {
+  GenerationOptions o;
+  o.sampling = SamplingParams::from_generation_config(dir);
+  if (temperature) o.sampling.temperature = *temperature;
+  if (top_k) o.sampling.top_k = *top_k;
+  if (top_p) o.sampling.top_p = *top_p;
+  if (min_p) o.sampling.min_p = *min_p;
+  if (repetition_penalty) o.sampling.repetition_penalty = *repetition_penalty;
+  if (presence_penalty) o.sampling.presence_penalty = *presence_penalty;
+  if (frequency_penalty) o.sampling.frequency_penalty = *frequency_penalty;
+  o.sampling.seed = seed ? *seed : std::random_device{}();
+  o.max_tokens = max_tokens;
+  o.stop = stop;
+  for (int id : generation_eos(dir, eos)) o.eos.push_back(id);
+  o.validate();
+  return o;
+}
+
+}  // namespace qwen3::cli

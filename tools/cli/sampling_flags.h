@@ -1,0 +1,30 @@
+// The sampling and generation flags that `run` and `chat` share.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "qwen3/generation.h"
+
+namespace qwen3::cli {
+
+struct SamplingFlags {
+  std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
+  std::optional<int> top_k;
+  std::optional<uint64_t> seed;
+  int max_tokens = 256;
+  std::vector<std::string> stop;
+
+  void add_to(CLI::App& cmd);
+  // generation_config.json's defaults, overridden by the flags given; eos ids from the model.
+  GenerationOptions options(const std::filesystem::path& model_dir, const std::vector<int>& eos) const;
+};
+
+// Eos ids of generation_config.json (falling back to config.json's).
+std::vector<int> generation_eos(const std::filesystem::path& model_dir, const std::vector<int>& config_eos);
+
+}  // namespace qwen3::cli
