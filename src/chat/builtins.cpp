@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "qwen3/error.h"
 
@@ -376,10 +377,12 @@ Value call_function(const Site& site, const std::string& name, const Args& args)
   const int64_t stop = bounds.size() > 1 ? bounds[1] : bounds[0];
   const int64_t step = bounds.size() > 2 ? bounds[2] : 1;
   if (step == 0) site.fail("range() step must not be zero");
+  // Count first (in floating point, which cannot overflow) so a huge range fails before allocating.
+  const double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
+  if (count > static_cast<double>(site.max_items)) site.fail("range of " + float_repr(count) + " items exceeds the limit");
   Json out = Json::array();
   for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     out.push_back(i);
-    site.check_size(out.size());
     if (__builtin_add_overflow(i, step, &i)) break;
   }
   return Value::of(std::move(out));

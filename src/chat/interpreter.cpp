@@ -25,7 +25,7 @@ class Renderer {
   }
 
  private:
-  Site site(int line, int col) const { return Site{line, col, limits_.max_output}; }
+  Site site(int line, int col) const { return Site{line, col, limits_.max_output, limits_.max_steps}; }
   template <typename Node>
   Site site(const Node& n) const {
     return site(n.line, n.col);
@@ -157,6 +157,7 @@ class Renderer {
     }
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      step(at);
       scopes_.emplace_back();
       auto& scope = scopes_.back();
       bind_targets(s, scope, items[static_cast<size_t>(i)]);

@@ -19,6 +19,10 @@ void Site::check_size(size_t size) const {
   if (size > max_size) fail("value of " + std::to_string(size) + " exceeds the limit of " + std::to_string(max_size));
 }
 
+void Site::check_items(size_t count) const {
+  if (count > max_items) fail("list of " + std::to_string(count) + " items exceeds the limit of " + std::to_string(max_items));
+}
+
 bool truthy(const Value& v) {
   switch (v.kind) {
     case Value::Kind::undefined: return false;
@@ -293,7 +297,8 @@ Value arithmetic(const Site& site, std::string_view op, const Json& a, const Jso
 Value repeat(const Site& site, const Json& seq, int64_t times) {
   if (times <= 0) return Value::of(seq.is_string() ? Json("") : Json::array());
   const size_t unit = seq.is_string() ? seq.get_ref<const std::string&>().size() : seq.size();
-  if (unit != 0 && static_cast<uint64_t>(times) > site.max_size / unit) site.fail("repetition exceeds the size limit");
+  const size_t cap = seq.is_string() ? site.max_size : site.max_items;
+  if (unit != 0 && static_cast<uint64_t>(times) > cap / unit) site.fail("repetition exceeds the size limit");
   Json out = seq.is_string() ? Json("") : Json::array();
   for (int64_t i = 0; i < times && unit != 0; ++i) {
     if (seq.is_string()) {
@@ -388,7 +393,7 @@ Value binary_op(const Site& site, std::string_view op, const Value& a, const Val
     return Value::of(x.get<std::string>() + y.get_ref<const std::string&>());
   }
   if (op == "+" && x.is_array() && y.is_array()) {
-    site.check_size(x.size() + y.size());
+    site.check_items(x.size() + y.size());
     Json out = x;
     for (const auto& e : y) out.push_back(e);
     return Value::of(std::move(out));

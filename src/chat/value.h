@@ -53,9 +53,11 @@ struct Value {
 struct Site {
   int line = 0;
   int col = 0;
-  size_t max_size = 0;  // bytes of a string, elements of a list
+  size_t max_size = 0;   // bytes of a string
+  size_t max_items = 0;  // elements of a list, far fewer: each costs a JSON node and a loop step
   [[noreturn]] void fail(const std::string& message) const;
   void check_size(size_t size) const;
+  void check_items(size_t count) const;
 };
 
 // Python truthiness: empty strings, containers, 0, None and undefined are false.
