@@ -5,5 +5,6 @@
 
 namespace qwen3::cli {
 
+void add_template_command(CLI::App& app);
 
 }  // namespace qwen3::cli

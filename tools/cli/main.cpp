@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   CLI::App app{"qwen3: Qwen3 inference on the CPU, from a Hugging Face model folder"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  qwen3::cli::add_template_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
