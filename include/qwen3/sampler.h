@@ -48,8 +48,9 @@ class Sampler {
   const SamplingParams& params() const { return params_; }
 
  private:
-  // Fills kept_ (ids, best first) and work_ (their renormalised probabilities, by id).
-  void filter(std::span<const float> logits, std::span<const int32_t> history);
+  // Fills kept_ (ids; best first when `best_first` or when top_k/top_p truncate) and work_ (their
+  // renormalised probabilities, by id).
+  void filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first);
   void apply_penalties(std::span<const int32_t> history);
 
   SamplingParams params_;

@@ -102,11 +102,13 @@ std::string ChatTemplate::render(const nlohmann::json& messages, const ChatOptio
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatOptions& options) const {
   chat::Json vars = program_->special_tokens;
   vars["messages"] = check_messages(messages);
-  // Like HF: tools only when given, so `{% if tools %}` and `tools is defined` both see their absence.
-  if (!options.tools.is_null()) {
-    if (!options.tools.is_array()) throw Error(ErrorKind::invalid_argument, "tools: expected an array");
-    vars["tools"] = options.tools;
+  // transformers' render_jinja_template passes tools=None and documents=None when absent (not
+  // undefined): templates written against it test `tools is not none`.
+  if (!options.tools.is_null() && !options.tools.is_array()) {
+    throw Error(ErrorKind::invalid_argument, "tools: expected an array");
   }
+  vars["tools"] = options.tools;
+  vars["documents"] = nullptr;
   vars["add_generation_prompt"] = options.add_generation_prompt;
   vars["enable_thinking"] = options.enable_thinking;
   return chat::render(program_->tree, vars);

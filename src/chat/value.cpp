@@ -349,6 +349,7 @@ bool equals(const Value& a, const Value& b) {
 }
 
 bool contains(const Site& site, const Value& container, const Value& item) {
+  if (container.is_undefined()) return false;  // Jinja's Undefined iterates as empty
   if (container.is_data()) {
     const Json& c = container.json();
     if (c.is_string()) {

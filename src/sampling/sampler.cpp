@@ -67,7 +67,7 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
   }
 }
 
-void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history) {
+void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first) {
   check_logits(logits);
   work_.assign(logits.begin(), logits.end());
   apply_penalties(history);
@@ -78,65 +78,80 @@ void Sampler::filter(std::span<const float> logits, std::span<const int32_t> his
     work_[best] = 1.0f;
     return;
   }
-  const float inv_t = 1.0f / params_.temperature;
-  for (float& x : work_) x *= inv_t;
-
   const auto vocab = static_cast<int32_t>(work_.size());
-  kept_.resize(work_.size());
-  for (int32_t i = 0; i < vocab; ++i) kept_[i] = i;
   const ByLogit by_logit{work_.data()};
-  // Only the top of the distribution is ever needed in order, so sort a prefix: the k best when
-  // top_k is set, else a window that grows until it holds top_p of the mass.
-  size_t n = kept_.size();
+  kept_.clear();
+  size_t n = work_.size();
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n) {
+    // Temperature > 0 keeps the order of logits, so select the k best before tempering. A heap of
+    // k (front = worst kept) costs one comparison for most of the vocab, far less than nth_element.
     n = static_cast<size_t>(params_.top_k);
-    std::nth_element(kept_.begin(), kept_.begin() + static_cast<long>(n - 1), kept_.end(), by_logit);
+    for (int32_t i = 0; i < vocab; ++i) {
+      if (kept_.size() < n) {
+        kept_.push_back(i);
+        std::push_heap(kept_.begin(), kept_.end(), by_logit);
+      } else if (by_logit(i, kept_.front())) {
+        std::pop_heap(kept_.begin(), kept_.end(), by_logit);
+        kept_.back() = i;
+        std::push_heap(kept_.begin(), kept_.end(), by_logit);
+      }
+    }
+  } else {
+    kept_.resize(n);
+    for (int32_t i = 0; i < vocab; ++i) kept_[static_cast<size_t>(i)] = i;
   }
-  const float max_logit = *std::max_element(work_.begin(), work_.end());
+  float max_logit = work_[kept_[0]];
+  for (int32_t id : kept_) max_logit = std::max(max_logit, work_[id]);
   if (max_logit == -std::numeric_limits<float>::infinity()) {
     throw Error(ErrorKind::invalid_argument, "sampler: every logit is -inf");
   }
-  // Softmax over the k survivors (all tokens when top_k is off), as Hugging Face masks then normalises.
+  // Softmax over the survivors (all tokens when top_k is off), as Hugging Face masks then
+  // normalises. work_ now holds exp((logit - max) / T): unnormalised, 1 for the best token.
+  const float inv_t = 1.0f / params_.temperature;
   double total = 0;
-  for (size_t i = 0; i < n; ++i) total += std::exp(static_cast<double>(work_[kept_[i]] - max_logit));
-  const auto prob = [&](int32_t id) { return std::exp(static_cast<double>(work_[id] - max_logit)) / total; };
+  for (int32_t id : kept_) {
+    work_[id] = std::exp((work_[id] - max_logit) * inv_t);
+    total += work_[id];
+  }
+  // Equal logits give equal weights, so ordering by weight (ties by id) is ordering by logit.
+  const ByLogit by_weight{work_.data()};
 
   size_t sorted = 0;
   size_t keep = n;
   if (params_.top_p < 1.0f) {
+    // Only the head of the distribution is ever needed in order: sort a window that grows until
+    // it holds top_p of the mass.
+    const double target = params_.top_p * total;
     double cumulative = 0;
     keep = 0;
     for (size_t window = std::min<size_t>(n, 256);; window = std::min(n, window * 8)) {
       std::partial_sort(kept_.begin() + static_cast<long>(sorted), kept_.begin() + static_cast<long>(window),
-                        kept_.begin() + static_cast<long>(n), by_logit);
+                        kept_.begin() + static_cast<long>(n), by_weight);
       sorted = window;
-      for (; keep < sorted && cumulative < params_.top_p; ++keep) cumulative += prob(kept_[keep]);
-      if (cumulative >= params_.top_p || sorted == n) break;
+      for (; keep < sorted && cumulative < target; ++keep) cumulative += work_[kept_[keep]];
+      if (cumulative >= target || sorted == n) break;
     }
     keep = std::max<size_t>(keep, 1);
   }
-  if (sorted < keep) {
+  // A plain draw needs no order: sorting all 151936 tokens when nothing truncates would dominate.
+  if (best_first && sorted < keep) {
     std::partial_sort(kept_.begin() + static_cast<long>(sorted), kept_.begin() + static_cast<long>(keep),
-                      kept_.begin() + static_cast<long>(n), by_logit);
+                      kept_.begin() + static_cast<long>(n), by_weight);
   }
   kept_.resize(keep);
 
-  // min_p compares against the most likely token, measured after top_k/top_p renormalise.
-  double kept_total = 0;
-  for (int32_t id : kept_) kept_total += prob(id);
+  // min_p compares with the most likely token, whose weight is 1; renormalising after top_k/top_p
+  // scales both sides alike.
   if (params_.min_p > 0.0f) {
-    const double threshold = params_.min_p * prob(kept_[0]) / kept_total;
-    size_t m = 1;
-    while (m < kept_.size() && prob(kept_[m]) / kept_total >= threshold) ++m;
-    kept_.resize(m);
-    kept_total = 0;
-    for (int32_t id : kept_) kept_total += prob(id);
+    std::erase_if(kept_, [&](int32_t id) { return work_[id] < params_.min_p; });
   }
-  for (int32_t id : kept_) work_[id] = static_cast<float>(prob(id) / kept_total);
+  double kept_total = 0;
+  for (int32_t id : kept_) kept_total += work_[id];
+  for (int32_t id : kept_) work_[id] = static_cast<float>(work_[id] / kept_total);
 }
 
 std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::span<const int32_t> history) {
-  filter(logits, history);
+  filter(logits, history, true);
   std::vector<TokenProb> out;
   out.reserve(kept_.size());
   for (int32_t id : kept_) out.push_back({id, work_[id]});
@@ -144,9 +159,9 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::s
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  filter(logits, history);
+  filter(logits, history, false);
   if (kept_.size() == 1) return kept_[0];
-  // Walk the kept tokens best first; rounding leftovers fall to the last one.
+  // Walk the kept tokens (best first when truncated, else by id); rounding leftovers fall to the last.
   double r = uniform(rng_);
   for (int32_t id : kept_) {
     r -= work_[id];
