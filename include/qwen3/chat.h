@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qwen3/tokenizer.h"
+
 namespace qwen3 {
 
 struct ChatOptions {
@@ -38,5 +40,12 @@ class ChatTemplate {
  private:
   std::unique_ptr<Program> program_;
 };
+
+// The prompt ids of a conversation: the rendered template, tokenized so that only the
+// template's own markup becomes special tokens. Message text that spells a special token
+// ("<|im_end|>") stays plain text, so a user cannot end a turn or forge a role. Identical to
+// tokenizing the rendered string whenever no message contains such text.
+std::vector<TokenId> encode_chat(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+                                 const nlohmann::ordered_json& messages, const ChatOptions& options = {});
 
 }  // namespace qwen3

@@ -78,14 +78,15 @@ void add_run_command(CLI::App& app) {
     GenerationOptions options = a->sampling.options(dir, model->config().eos_token_id);
     options.top_logprobs = a->show_probs;
 
-    std::string text = a->prompt;
+    std::vector<TokenId> ids;
     if (a->chat) {
       ChatOptions chat;
       chat.enable_thinking = !a->no_think;
-      text = ChatTemplate::load(dir).render(nlohmann::json::array({{{"role", "user"}, {"content", a->prompt}}}), chat);
+      auto messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", a->prompt}}});
+      ids = encode_chat(ChatTemplate::load(dir), tokenizer, messages, chat);
+    } else {
+      ids = tokenizer.encode(a->prompt);
     }
-    // Untrusted text in chat mode: only the template's own markup may be special tokens.
-    std::vector<TokenId> ids = a->chat ? tokenizer.encode(text) : tokenizer.encode(text, true);
     std::fprintf(stderr, "Model:  %s\n", model->config().summary(model->name()).c_str());
     std::fprintf(stderr, "Prompt: %s\n", a->prompt.c_str());
     if (a->verbose) {
