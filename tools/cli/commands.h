@@ -10,6 +10,7 @@ void add_verify_command(CLI::App& app);
 void add_random_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   qwen3::cli::add_run_command(app);
+  qwen3::cli::add_chat_command(app);
   qwen3::cli::add_generate_command(app);
   qwen3::cli::add_verify_command(app);
   qwen3::cli::add_random_model_command(app);
