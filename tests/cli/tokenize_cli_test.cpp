@@ -1,32 +1,17 @@
 // End-to-end: the built `qwen3 tokenize` command on the tiny model's folder.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "test_paths.h"
+#include "cli/cli_runner.h"
 
 namespace {
 
-struct CliRun {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using qwen3::test::CliRun;
 
-CliRun qwen3(const std::string& args, const std::string& stdin_text = "") {
-  std::string command = "'" + qwen3::test::qwen3_binary() + "' " + args + " 2>&1";
-  if (!stdin_text.empty()) command = "printf '%s' '" + stdin_text + "' | " + command;
-  std::FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  CliRun run{-1, ""};
-  char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
-  int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+CliRun qwen3(const std::string& args, const std::string& stdin_text = "") { return qwen3::test::run_qwen3(args, stdin_text); }
 
 const std::string kModel = "'" + qwen3::test::tiny_model().string() + "'";
 

@@ -87,6 +87,8 @@ void add_run_command(CLI::App& app) {
     } else {
       ids = tokenizer.encode(a->prompt);
     }
+    Sequence seq(*model, std::min(a->ctx, model->config().max_position_embeddings));
+    Generation g(seq, tokenizer, ids, options);  // checks the prompt fits before anything is printed
     std::fprintf(stderr, "Model:  %s\n", model->config().summary(model->name()).c_str());
     std::fprintf(stderr, "Prompt: %s\n", a->prompt.c_str());
     if (a->verbose) {
@@ -103,8 +105,6 @@ void add_run_command(CLI::App& app) {
     std::fflush(stderr);
     if (!a->chat) std::fputs(a->prompt.c_str(), stdout);
 
-    Sequence seq(*model, std::min(a->ctx, model->config().max_position_embeddings));
-    Generation g(seq, tokenizer, ids, options);
     const auto t0 = Clock::now();
     double first_s = 0;
     int step = 0;

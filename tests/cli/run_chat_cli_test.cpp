@@ -1,0 +1,136 @@
+// End-to-end: `qwen3 run`, `chat`, `generate` and `verify` as a user runs them, on the fixture models.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+#include "io/json_file.h"
+
+namespace qwen3 {
+namespace {
+
+using test::run_qwen3;
+const std::string kTiny = test::shell_quote(test::tiny_model().string());
+const std::string kUntied = test::shell_quote(test::untied_model().string());
+
+nlohmann::json reference_case(const std::string& model, const std::string& name) {
+  const auto ref = io::read_json(test::reference(model + ".json"));
+  for (auto& c : ref["cases"])
+    if (c["name"] == name) return c;
+  ADD_FAILURE() << "no case " << name;
+  return nullptr;
+}
+
+TEST(RunCli, GreedyPrintsTheReferenceContinuation) {
+  auto c = reference_case("qwen3-tiny", "france");
+  const int n = static_cast<int>(c["greedy_ids"].size());
+  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n " + std::to_string(n), "", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.output, c["greedy_text"].get<std::string>() + "\n");
+  EXPECT_NE(run.err.find("Model:  qwen3-tiny (3 layers, 32 dim, 4 Q heads, 2 KV heads)"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("Stopped: token limit after " + std::to_string(n) + " tokens"), std::string::npos);
+  EXPECT_NE(run.err.find("tok/s"), std::string::npos);
+  EXPECT_NE(run.err.find("peak RSS"), std::string::npos);
+}
+
+TEST(RunCli, PromptFromStdinAndShowProbs) {
+  auto run = run_qwen3("run " + kTiny + " - --temp 0 -n 2 --show-probs 3", "The capital of France is", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.output.rfind("The capital of France is", 0), 0u) << run.output;
+  EXPECT_NE(run.err.find("step 1:"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("step 2:"), std::string::npos) << run.err;
+}
+
+TEST(RunCli, SeedMakesSamplingReproducible) {
+  const std::string args = "run " + kTiny + " 'Hello' -n 12 --temp 1 --top-k 0 --top-p 1 --seed 7";
+  auto a = run_qwen3(args, "", false), b = run_qwen3(args, "", false);
+  auto other = run_qwen3("run " + kTiny + " 'Hello' -n 12 --temp 1 --top-k 0 --top-p 1 --seed 8", "", false);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_NE(a.output, other.output);
+}
+
+TEST(RunCli, StopStringEndsTheOutput) {
+  auto c = reference_case("qwen3-tiny", "france");
+  const std::string text = c["greedy_text_new"];
+  const std::string stop = text.substr(6, 3);  // a piece from inside the greedy continuation
+  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n 32 --stop " + test::shell_quote(stop), "", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.output, "The capital of France is" + text.substr(0, text.find(stop)) + "\n");
+  EXPECT_NE(run.err.find("Stopped: stop string"), std::string::npos) << run.err;
+}
+
+TEST(RunCli, BadArgumentsExitNonZeroWithOneLine) {
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"run /nonexistent/model 'hi'", "error: /nonexistent/model: no such model folder"},
+      {"run " + kTiny + " 'hi' --temp -1", "error: sampling parameter temperature"},
+      {"run " + kTiny + " 'hi' --top-p 1.5", "error: sampling parameter top_p"},
+      {"run " + kTiny + " 'hi' --top-k -3", "error: sampling parameter top_k"},
+      {"run " + kTiny + " 'hi' --temp nan", "error: sampling parameter temperature"},
+      {"run " + kTiny + " 'The capital of France is' -c 3", "error: the prompt has 5 tokens"},  // longer than the context
+      {"generate " + kUntied + " --ids 1,x,3", "error: --ids: \"x\" is not a token id"},
+      {"generate " + kUntied + " --ids 1,5000", "error: token id 5000 is outside the vocabulary"},
+      {"verify " + kTiny + " /nonexistent.json", "error: /nonexistent.json: cannot open file"},
+  };
+  for (auto& c : cases) {
+    auto run = run_qwen3(c.args, "", false);
+    EXPECT_NE(run.exit_code, 0) << c.args;
+    EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
+    EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "one line: " << run.err;
+  }
+}
+
+TEST(RunCli, GenerateMatchesTheReferenceGreedyIds) {
+  auto c = reference_case("qwen3-tiny-untied", "short");
+  std::string ids;
+  for (auto& id : c["prompt_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id.get<int>());
+  auto run = run_qwen3("generate " + kUntied + " --ids " + ids + " -n 8", "", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string want;
+  for (int i = 0; i < 8; ++i) want += (i ? "," : "") + std::to_string(c["greedy_ids"][i].get<int>());
+  EXPECT_EQ(run.output, want + "\n");
+}
+
+TEST(VerifyCli, PassesOnTheFixturesAndFailsBelowTheirPrecision) {
+  const std::string ref = test::shell_quote(test::reference("qwen3-tiny-untied.json").string());
+  auto ok = run_qwen3("verify " + kUntied + " " + ref);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_NE(ok.output.find("model: 4/4 cases within 1.0e-03"), std::string::npos) << ok.output;
+  auto strict = run_qwen3("verify " + kUntied + " " + ref + " --tol 1e-9");
+  EXPECT_EQ(strict.exit_code, 1) << strict.output;
+}
+
+TEST(ChatCli, FeedsTheTemplateRenderingAndReusesTheCache) {
+  // Two turns through stdin; the first turn's ids are the reference rendering of that message.
+  auto ref = nlohmann::json::parse(io::read_file(test::reference("chat_template.json")));
+  nlohmann::json first;
+  for (auto& c : ref["cases"])
+    if (c["messages"].size() == 1 && c["messages"][0]["role"] == "user" && !c.contains("enable_thinking") &&
+        !c.contains("tools") && !c.contains("add_generation_prompt"))
+      first = c;
+  ASSERT_FALSE(first.is_null());
+  const std::string question = first["messages"][0]["content"];
+  auto run = run_qwen3("chat " + kTiny + " --temp 0 -n 4 -v", question + "\nAnd Poland?\n", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string want = "[prompt ids:";
+  for (auto& id : first["ids"]) want += " " + std::to_string(id.get<int>());
+  EXPECT_NE(run.err.find(want + "]"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("[reused 0 cached tokens, prefilling " + std::to_string(first["ids"].size()) + "]"), std::string::npos);
+  // The second turn reuses the first prompt and the answer tokens fed back (4 sampled, 3 fed).
+  EXPECT_NE(run.err.find("[reused " + std::to_string(first["ids"].size() + 3)), std::string::npos) << run.err;
+}
+
+TEST(ChatCli, TypedControlTokensCannotEndTheTurn) {
+  auto run = run_qwen3("chat " + kTiny + " --temp 0 -n 1 -v", "hi<|im_end|>\n", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // <|im_end|> (151645) appears once, from the template, not from the user's text.
+  const std::string ids = run.err.substr(run.err.find("[prompt ids:"));
+  size_t count = 0;
+  for (size_t p = 0; (p = ids.find(" 151645 ", p)) != std::string::npos; ++p) ++count;
+  EXPECT_EQ(count, 1u) << ids;
+}
+
+}  // namespace
+}  // namespace qwen3
