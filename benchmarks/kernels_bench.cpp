@@ -74,3 +74,33 @@ BENCHMARK(BM_RmsNormRope)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace qwen3::ops
+
+namespace qwen3::ops {
+namespace {
+
+// The model-level matmul with its thread pool: args threads, T, N, K (bf16 weights). With N large
+// enough to stream from memory, bytes_per_second set against the machine's read bandwidth is the
+// decode efficiency.
+void BM_MatmulThreaded(benchmark::State& state) {
+  const int threads = state.range(0), T = state.range(1), N = state.range(2), K = state.range(3);
+  auto rt = make_runtime("auto", threads);
+  std::vector<uint16_t> w(size_t(N) * K, f32_to_bf16(0.01f));
+  std::vector<float> x(size_t(T) * K, 0.5f), y(size_t(T) * N);
+  const Matrix m{DType::bf16, w.data(), N, K};
+  for (auto _ : state) {
+    matmul(*rt, x.data(), T, m, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * N * K * 2);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_MatmulThreaded)
+    ->Args({1, 1, 151936, 1024})
+    ->Args({2, 1, 151936, 1024})
+    ->Args({2, 512, 3072, 1024})
+    ->Args({2, 512, 1024, 3072})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace qwen3::ops

@@ -1,13 +1,19 @@
 // The hot kernels written once over a vector type S (tinyBLAS-style); src/cpu/avx2 and
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
-// S provides: V, lanes, MR x NR (the register tile), zero(), load(const float*),
-// load(const uint16_t* bf16 or f16, tag), fma(a, b, acc), hsum(V).
+// S provides: V, lanes, MR x NR (the register tile), zero(), set1, load, store, load_f16,
+// bf16_even / bf16_odd (see below), fma(a, b, acc), hsum(V).
+//
+// bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
+// even-indexed elements into floats, a mask the odd ones, with no shuffle instructions (the
+// bottleneck of widening). x is permuted once per call to match: in each chunk of 2 x lanes,
+// its even elements first, then its odd ones.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "io/dtype.h"
 #include "ops/kernels.h"
@@ -20,8 +26,16 @@ struct F16 {};
 template <class S, class W>
 inline typename S::V load_w(const void* w, size_t i) {
   if constexpr (std::is_same_v<W, float>) return S::load(static_cast<const float*>(w) + i);
-  else if constexpr (std::is_same_v<W, Bf16>) return S::load_bf16(static_cast<const uint16_t*>(w) + i);
   else return S::load_f16(static_cast<const uint16_t*>(w) + i);
+}
+
+template <class W>
+constexpr bool kPaired = std::is_same_v<W, Bf16>;
+
+// Elements of K consumed per step of the inner loop.
+template <class S, class W>
+constexpr int k_step() {
+  return kPaired<W> ? 2 * S::lanes : S::lanes;
 }
 
 template <class W>
@@ -48,17 +62,31 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
-  const int kv = K - K % S::lanes;
-  for (int k = 0; k < kv; k += S::lanes) {
+  const int kv = K - K % k_step<S, W>();
+  for (int k = 0; k < kv; k += k_step<S, W>()) {
     if constexpr (MR <= 2) {  // few tokens: memory-bound, so fetch the weight rows well ahead
       for (int c = 0; c < NR; ++c)
         _mm_prefetch(static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>() + kPrefetchBytes, _MM_HINT_T0);
     }
     V wv[NR];
-    for (int c = 0; c < NR; ++c) wv[c] = load_w<S, W>(w, size_t(n + c) * K + k);
-    for (int r = 0; r < MR; ++r) {
-      V xv = S::load(x + size_t(r) * K + k);
-      for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
+    if constexpr (kPaired<W>) {
+      const uint16_t* wb = static_cast<const uint16_t*>(w);
+      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_even(wb + size_t(n + c) * K + k);
+      for (int r = 0; r < MR; ++r) {
+        V xv = S::load(x + size_t(r) * K + k);
+        for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
+      }
+      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_odd(wb + size_t(n + c) * K + k);
+      for (int r = 0; r < MR; ++r) {
+        V xv = S::load(x + size_t(r) * K + k + S::lanes);
+        for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
+      }
+    } else {
+      for (int c = 0; c < NR; ++c) wv[c] = load_w<S, W>(w, size_t(n + c) * K + k);
+      for (int r = 0; r < MR; ++r) {
+        V xv = S::load(x + size_t(r) * K + k);
+        for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
+      }
     }
   }
   for (int r = 0; r < MR; ++r)
@@ -87,10 +115,31 @@ inline void row_remainder(int rows, const float* x, int K, const void* w, int n0
   }
 }
 
+// x with each full chunk of 2 x lanes reordered as its even elements, then its odd ones; the
+// tail stays in place. In a per-thread buffer, reused across calls.
+template <class S>
+const float* pair_permuted(const float* x, int T, int K) {
+  thread_local std::vector<float> buffer;
+  buffer.resize(size_t(T) * K);
+  const int chunk = 2 * S::lanes, kv = K - K % chunk;
+  for (int t = 0; t < T; ++t) {
+    const float* src = x + size_t(t) * K;
+    float* dst = buffer.data() + size_t(t) * K;
+    for (int k = 0; k < kv; k += chunk)
+      for (int i = 0; i < S::lanes; ++i) {
+        dst[k + i] = src[k + 2 * i];
+        dst[k + S::lanes + i] = src[k + 2 * i + 1];
+      }
+    for (int k = kv; k < K; ++k) dst[k] = src[k];
+  }
+  return buffer.data();
+}
+
 // Tokens are taken in blocks that stay in L2 while the block's W rows stream past once.
 template <class S, class W>
 void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
   constexpr int kTokenBlock = 64;
+  if constexpr (kPaired<W>) x = pair_permuted<S>(x, T, K);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
     const int n_block = T == 1 ? 64 : S::NR;  // one token: no reuse of W rows, so stream long runs

@@ -14,9 +14,10 @@ struct Avx2 {
   static V set1(float a) { return _mm256_set1_ps(a); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  static V load_bf16(const uint16_t* p) {
-    __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  // 2 x lanes bf16 values as 32-bit pairs: the even elements (a shift), then the odd (a mask).
+  static V bf16_even(const uint16_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), 16)); }
+  static V bf16_odd(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), _mm256_set1_epi32(int(0xffff0000u))));
   }
   static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }

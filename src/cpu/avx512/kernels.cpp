@@ -14,9 +14,10 @@ struct Avx512 {
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static V load_bf16(const uint16_t* p) {
-    __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+  // 2 x lanes bf16 values as 32-bit pairs: the even elements (a shift), then the odd (a mask).
+  static V bf16_even(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(p), 16)); }
+  static V bf16_odd(const uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(int(0xffff0000u))));
   }
   static V load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
