@@ -168,6 +168,7 @@ Value string_method(const Site& site, const std::string& s, const std::string& n
 Value dict_method(const Site& site, const Value& object, const std::string& name, const Args& args) {
   const Json& d = object.json();
   if (name == "items" || name == "keys" || name == "values") {
+    site.check_nesting(d, 1);  // items() wraps each value in a pair inside a list: one level deeper
     Json out = Json::array();
     for (auto it = d.begin(); it != d.end(); ++it) {
       if (name == "items") {
@@ -357,10 +358,12 @@ Value call_function(const Site& site, const std::string& name, const Args& args)
     Json attrs = Json::object();
     for (const auto& v : args.positional) {
       if (!v.is_data() || !v.json().is_object()) site.fail(name + "() takes keyword arguments or a dict");
+      site.check_nesting(v.json(), 0);
       for (auto it = v.json().begin(); it != v.json().end(); ++it) attrs[it.key()] = *it;
     }
     for (const auto& [key, v] : args.named) {
       if (!v.is_data()) site.fail(name + "(): cannot store " + type_name(v) + " in '" + key + "'");
+      site.check_nesting(v.json());
       attrs[key] = v.json();
     }
     if (name == "dict") return Value::of(std::move(attrs));

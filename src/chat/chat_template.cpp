@@ -24,6 +24,9 @@ namespace {
 // OpenAI-form messages: HF would fail deep inside the template on these, with a far worse message.
 chat::Json check_messages(const chat::Json& messages) {
   if (!messages.is_array()) throw Error(ErrorKind::invalid_argument, "messages: expected an array, got " + std::string(messages.type_name()));
+  if (chat::nesting_depth(messages) > chat::kMaxDepth) {
+    throw Error(ErrorKind::invalid_argument, "messages: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
+  }
   chat::Json out = messages;
   for (size_t i = 0; i < out.size(); ++i) {
     auto& m = out[i];
@@ -106,6 +109,9 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
   // undefined): templates written against it test `tools is not none`.
   if (!options.tools.is_null() && !options.tools.is_array()) {
     throw Error(ErrorKind::invalid_argument, "tools: expected an array");
+  }
+  if (chat::nesting_depth(options.tools) > chat::kMaxDepth) {
+    throw Error(ErrorKind::invalid_argument, "tools: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
   }
   vars["tools"] = options.tools;
   vars["documents"] = nullptr;

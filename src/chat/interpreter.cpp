@@ -104,6 +104,7 @@ class Renderer {
                    "': only namespace() objects are mutable");
     }
     if (!value.is_data()) site(s).fail("cannot store " + type_name(value) + " in a namespace");
+    site(s).check_nesting(value.json());
     (*target.attrs)[s.attr] = value.json();
   }
 
@@ -322,6 +323,7 @@ class Renderer {
         for (const auto& item : e.operands) {
           const Value v = eval(*item);
           if (!v.is_data()) at.fail("cannot store " + type_name(v) + " in a list");
+          at.check_nesting(v.json());
           list.push_back(v.json());
         }
         return Value::of(std::move(list));
@@ -333,6 +335,7 @@ class Renderer {
           const Value v = eval(*e.operands[i + 1]);
           if (!key.is_data() || !key.json().is_string()) at.fail("dict keys must be strings");
           if (!v.is_data()) at.fail("cannot store " + type_name(v) + " in a dict");
+          at.check_nesting(v.json());
           dict[key.json().get<std::string>()] = v.json();
         }
         return Value::of(std::move(dict));

@@ -176,6 +176,10 @@ TEST(ChatTemplateErrors, LimitsStopRunawayTemplates) {
                ErrorKind::invalid_argument, "output exceeds 1000 bytes");
   expect_error([&] { chat::render(chat::parse("{{ 'ab' * 100000 }}"), chat::Json::object(), limits); },
                ErrorKind::invalid_argument, "size limit");
+  // Deep nesting would overflow the stack when copied or printed: refused as it is built.
+  expect_error([] { run("{% set ns = namespace(a=1) %}{% for i in range(1000) %}{% set ns.a = [ns.a] %}{% endfor %}"
+                        "{{ ns.a | tojson }}"); },
+               ErrorKind::invalid_argument, "nested deeper than 256 levels");
 }
 
 TEST(ChatTemplateErrors, BadMessages) {
@@ -189,6 +193,9 @@ TEST(ChatTemplateErrors, BadMessages) {
                ErrorKind::invalid_argument, "messages[0]: missing string field 'role'");
   expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"(["hi"])")); },
                ErrorKind::invalid_argument, "messages[0]: expected an object");
+  const std::string deep = std::string(300, '[') + std::string(300, ']');
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": "x", "extra": )" + deep + "}]")); },
+               ErrorKind::invalid_argument, "messages: nested deeper than 256 levels");
 }
 
 TEST(ChatTemplateErrors, LoadNamesTheFile) {
