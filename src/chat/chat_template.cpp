@@ -83,9 +83,18 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(ErrorKind::format, file.string() + ": malformed JSON: " + e.what());
   }
-  auto source = config.is_object() ? config.find("chat_template") : config.end();
-  if (!config.is_object() || source == config.end() || !source->is_string()) {
-    throw Error(ErrorKind::format, file.string() + ": no string field 'chat_template'");
+  auto field = config.is_object() ? config.find("chat_template") : config.end();
+  const nlohmann::json* source = field == config.end() ? nullptr : &*field;
+  if (source && source->is_array()) {
+    // Some models ship several named templates; HF renders the one called "default".
+    const nlohmann::json* chosen = nullptr;
+    for (const auto& named : *source) {
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template")) chosen = &named["template"];
+    }
+    source = chosen;
+  }
+  if (!source || !source->is_string()) {
+    throw Error(ErrorKind::format, file.string() + ": no string field 'chat_template' (or a list entry named default)");
   }
   std::optional<ChatTemplate> tmpl;
   try {

@@ -1,4 +1,5 @@
 // Chat template tests: HF ground-truth renderings byte for byte, the Jinja subset, and error messages.
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -200,6 +201,33 @@ TEST(ChatTemplateErrors, BadMessages) {
 
 TEST(ChatTemplateErrors, LoadNamesTheFile) {
   expect_error([] { ChatTemplate::load(test::fixtures() / "no-such-model"); }, ErrorKind::io, "tokenizer_config.json");
+}
+
+class ConfigDir : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("qwen3_chat_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const std::string& text) { std::ofstream(dir_ / "tokenizer_config.json") << text; }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigDir, NamedTemplateListPicksDefault) {
+  write(R"({"eos_token": {"content": "</s>"}, "chat_template": [{"name": "tool_use", "template": "T"},
+           {"name": "default", "template": "{{ messages[0].content }}{{ eos_token }}"}]})");
+  EXPECT_EQ(ChatTemplate::load(dir_).render(nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])")), "hi</s>");
+}
+
+TEST_F(ConfigDir, MissingOrBrokenTemplate) {
+  write(R"({"eos_token": "x"})");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "no string field 'chat_template'");
+  write(R"({"chat_template": "{% if %}"})");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "tokenizer_config.json: chat template 1:7: unexpected '%}'");
+  write(R"({"chat_template": )");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "tokenizer_config.json: malformed JSON");
 }
 
 }  // namespace
