@@ -22,7 +22,8 @@ struct Value {
   // Immutable and shared: attribute access aliases into the parent instead of copying a whole conversation.
   std::shared_ptr<const Json> data;
   std::shared_ptr<Json> attrs;  // ns: the namespace's attributes, mutable and shared by every copy
-  std::string name;             // function: the builtin's name
+  std::string name;             // function: the builtin's or macro's name
+  const void* macro = nullptr;  // function: the macro's definition (a Stmt), null for a builtin
 
   static Value of(Json j) {
     Value v;

@@ -36,6 +36,7 @@ std::vector<std::vector<uint8_t>> fuzz_seeds() {
       "{% set x %}{{ range(5) | list | join(',') }}{% endset %}{{ x[1:3] }}{# c #}\n  {%+ if true -%} y {%- endif %}",
       "{{ 'yes' if enable_thinking is false and 'Hi' in messages[1].content else raise_exception('no') }}",
       "{{ messages[2].tool_calls[0].function.arguments | tojson(indent=2) }}{{ d.get('k', 0) }}{{ {'a': [1]} }}",
+      "{% macro f(n, s='-') %}{% if n > 0 %}{{ s }}{{ f(n - 1, s=s ~ n) }}{% endif %}{% endmacro %}{{ f(3) }}",
   };
   std::vector<std::vector<uint8_t>> seeds;
   for (const char* s : sources) seeds.emplace_back(s, s + std::char_traits<char>::length(s));

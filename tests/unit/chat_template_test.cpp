@@ -94,6 +94,15 @@ TEST(Jinja, ScopingAndNamespace) {
   EXPECT_EQ(run("{% set s %}a{{ 1 + 1 }}{% endset %}[{{ s }}]"), "[a2]");
 }
 
+TEST(Jinja, Macros) {
+  EXPECT_EQ(run("{% macro tag(name, body='-') %}<{{ name }}>{{ body }}{% endmacro %}{{ tag('a') }}{{ tag('b', body=x) }}",
+                R"({"x": 1})"),
+            "<a>-<b>1");
+  // A macro sees the template's top level, not the caller's loop variables.
+  EXPECT_EQ(run("{% set g = 'G' %}{% macro m() %}{{ g }}{{ i }}{% endmacro %}{% for i in [1] %}{{ m() }}{% endfor %}"), "G");
+  EXPECT_EQ(run("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}"), "321");
+}
+
 TEST(Jinja, FiltersAndMethods) {
   EXPECT_EQ(run("{{ '  hi  ' | trim }}|{{ xs | length }}|{{ 'abc' | length }}|{{ 'zażółć' | length }}",
                 R"({"xs": [1, 2, 3]})"),
@@ -152,7 +161,8 @@ TEST(ChatTemplateErrors, ParseErrorsCarryLineAndColumn) {
                ErrorKind::invalid_argument, "1:6: unknown filter 'nope'");
   expect_error([] { ChatTemplate t("{{ x "); }, ErrorKind::format, "1:1: unclosed tag '{{'");
   expect_error([] { ChatTemplate t("ab\n {# x"); }, ErrorKind::format, "2:2: unclosed comment");
-  expect_error([] { ChatTemplate t("{% macro m() %}{% endmacro %}"); }, ErrorKind::format, "1:4: unknown or unsupported tag 'macro'");
+  expect_error([] { ChatTemplate t("{% include 'x' %}"); }, ErrorKind::format, "1:4: unknown or unsupported tag 'include'");
+  expect_error([] { ChatTemplate t("{% if x %}{% break %}{% endif %}"); }, ErrorKind::format, "1:14: 'break' outside a for loop");
   expect_error([] { ChatTemplate t("{% endfor %}"); }, ErrorKind::format, "unexpected 'endfor'");
   expect_error([] { ChatTemplate t("{{ 'abc }}"); }, ErrorKind::format, "1:4: unterminated string");
   expect_error([] { ChatTemplate t("{{ (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1 }}"); },
@@ -175,6 +185,8 @@ TEST(ChatTemplateErrors, LimitsStopRunawayTemplates) {
                ErrorKind::invalid_argument, "steps");
   expect_error([&] { chat::render(chat::parse("{% for i in range(900) %}xx{% endfor %}"), chat::Json::object(), limits); },
                ErrorKind::invalid_argument, "output exceeds 1000 bytes");
+  expect_error([] { run("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"); }, ErrorKind::invalid_argument,
+               "macro calls nested deeper than 16");
   expect_error([&] { chat::render(chat::parse("{{ 'ab' * 100000 }}"), chat::Json::object(), limits); },
                ErrorKind::invalid_argument, "size limit");
   // Deep nesting would overflow the stack when copied or printed: refused as it is built.
