@@ -115,6 +115,12 @@ TEST(Jinja, FiltersAndMethods) {
             "['a', 'b']|True|True");
   EXPECT_EQ(run("{{ '\\nab\\n'.strip('\\n') }}|{{ 'abc'.rstrip('c') }}|{{ 'Ab'.upper() }}{{ 'Ab' | lower }}"),
             "ab|ab|ABab");
+  EXPECT_EQ(run("{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') }}|"
+                "{{ ms | rejectattr('role', 'eq', 'user') | list | length }}|{{ [0, 1, 2] | select | list }}|"
+                "{{ [1, 2, 3] | reject('odd') | list }}|{{ ['a', 'B'] | map('upper') | list }}|{{ d | items | list }}",
+                R"({"ms": [{"role": "user", "content": "a"}, {"role": "system", "content": "s"},
+                           {"role": "user", "content": "b"}], "d": {"k": 1}})"),
+            "a,b|1|[1, 2]|[2]|['A', 'B']|[['k', 1]]");
   EXPECT_EQ(run("{{ missing | default('d') }}|{{ [1, 2] | join('-') }}|{{ d.get('k', 0) }}", R"({"d": {}})"),
             "d|1-2|0");
 }
