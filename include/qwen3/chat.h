@@ -30,7 +30,9 @@ class ChatTemplate {
   ~ChatTemplate();
 
   // `messages` in OpenAI form: [{"role": "system"|"user"|"assistant"|"tool", "content": ...,
-  // "reasoning_content"?, "tool_calls"?}]. Throws qwen3::Error (invalid_argument) on bad input.
+  // "reasoning_content"?, "tool_calls"?}]; content is a string (null only beside tool_calls).
+  // Throws qwen3::Error (invalid_argument) on bad input, and with line:col when the template
+  // fails while rendering (raise_exception, an attribute of an undefined value).
   std::string render(const nlohmann::json& messages, const ChatOptions& options = {}) const;
   // The same, keeping each object's key order for tojson (tool-call arguments): byte-identical to HF.
   std::string render(const nlohmann::ordered_json& messages, const ChatOptions& options = {}) const;

@@ -19,12 +19,14 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // OpenAI definition, [-2, 2]
   uint64_t seed = 0;
 
-  // Throws qwen3::Error (invalid_argument) naming the first bad field: NaN, negative temperature,
-  // top_p outside (0, 1], top_k < 0, min_p outside [0, 1], repetition_penalty <= 0.
+  // Throws qwen3::Error (invalid_argument) naming the first bad field and its value: NaN or inf,
+  // negative temperature, top_p outside (0, 1], top_k < 0, min_p outside [0, 1],
+  // repetition_penalty <= 0, presence/frequency penalty outside [-2, 2]. Never clamps.
   void validate() const;
 
   // Defaults from MODEL_DIR/generation_config.json (Qwen3: temperature 0.6, top_k 20, top_p 0.95);
-  // the fields above when the file or a field is absent.
+  // the fields above when the file or a field is absent; do_sample false means greedy. Malformed
+  // JSON: qwen3::Error (format) naming the file.
   static SamplingParams from_generation_config(const std::filesystem::path& model_dir);
 };
 

@@ -52,6 +52,7 @@ struct Stmt {
     break_loop,
     continue_loop,
     block,      // body only: HF's {% generation %} marker renders its contents
+    macro,      // macro targets[0](params): body
   };
   Kind kind;
   int line = 0;
@@ -64,6 +65,7 @@ struct Stmt {
   std::vector<std::pair<ExprPtr, std::vector<Stmt>>> branches;
   std::vector<Stmt> body;
   std::vector<Stmt> else_body;
+  std::vector<std::pair<std::string, ExprPtr>> params;  // macro: name and default (null: required)
 };
 
 using Template = std::vector<Stmt>;

@@ -10,7 +10,10 @@
 namespace qwen3::chat {
 
 const Value* Args::get(size_t index, std::string_view name) const {
-  if (index < positional.size()) return &positional[index];
+  return index < positional.size() ? &positional[index] : named_arg(name);
+}
+
+const Value* Args::named_arg(std::string_view name) const {
   for (const auto& [key, value] : named) {
     if (key == name) return &value;
   }
@@ -168,6 +171,7 @@ Value string_method(const Site& site, const std::string& s, const std::string& n
 Value dict_method(const Site& site, const Value& object, const std::string& name, const Args& args) {
   const Json& d = object.json();
   if (name == "items" || name == "keys" || name == "values") {
+    site.check_nesting(d, 1);  // items() wraps each value in a pair inside a list: one level deeper
     Json out = Json::array();
     for (auto it = d.begin(); it != d.end(); ++it) {
       if (name == "items") {
@@ -215,6 +219,36 @@ Json as_list(const Site& site, const Value& v) {
   }
   if (v.is_undefined()) return Json::array();
   site.fail(type_name(v) + " is not iterable");
+}
+
+// An item's attribute for selectattr/map: a dict key, else undefined.
+Value attribute_of(const Value& item, const std::string& name) {
+  if (item.is_data() && item.json().is_object()) {
+    auto it = item.json().find(name);
+    if (it != item.json().end()) return Value::child(item, *it);
+  }
+  return Value();
+}
+
+// select/reject/selectattr/rejectattr: `args` holds [attribute,] test name, then the test's arguments.
+Value filter_items(const Site& site, const std::string& name, const Value& subject, const Args& args) {
+  const bool by_attribute = name.ends_with("attr");
+  const bool keep_matches = name.starts_with("select");
+  const size_t first_test_arg = by_attribute ? 1 : 0;
+  std::string attribute;
+  if (by_attribute) attribute = need_string(site, args.get(0, "attribute"), name.c_str());
+  const Value* test = args.get(first_test_arg, "test");
+  Args test_args;
+  for (size_t i = first_test_arg + 1; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
+  const Value list = Value::of(as_list(site, subject));
+  Json out = Json::array();
+  for (const auto& element : list.json()) {
+    const Value item = Value::child(list, element);
+    const Value probe = by_attribute ? attribute_of(item, attribute) : item;
+    const bool match = test ? apply_test(site, need_string(site, test, name.c_str()), probe, test_args) : truthy(probe);
+    if (match == keep_matches) out.push_back(element);
+  }
+  return Value::of(std::move(out));
 }
 
 }  // namespace
@@ -290,6 +324,31 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
     return Value::of(std::abs(as_double(subject.json())));
   }
   if (name == "safe") return subject;
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr") {
+    return filter_items(site, name, subject, args);
+  }
+  if (name == "map") {
+    // map(attribute='x', default=d) or map('filter', args...).
+    const Value list = Value::of(as_list(site, subject));
+    const Value* attribute = args.named_arg("attribute");
+    const Value* fallback = args.named_arg("default");
+    Args filter_args;
+    for (size_t i = 1; i < args.positional.size(); ++i) filter_args.positional.push_back(args.positional[i]);
+    Json out = Json::array();
+    for (const auto& element : list.json()) {
+      const Value item = Value::child(list, element);
+      Value mapped = attribute ? attribute_of(item, need_string(site, attribute, "map"))
+                               : apply_filter(site, need_string(site, args.get(0, "filter"), "map"), item, filter_args);
+      if (mapped.is_undefined() && fallback) mapped = *fallback;
+      if (!mapped.is_data()) site.fail("map: cannot collect " + type_name(mapped));
+      out.push_back(mapped.json());
+    }
+    return Value::of(std::move(out));
+  }
+  if (name == "items") {
+    if (!subject.is_data() || !subject.json().is_object()) site.fail("filter 'items' expects a dict, got " + type_name(subject));
+    return dict_method(site, subject, "items", args);
+  }
   if (subject.is_data() && subject.json().is_string()) {
     const std::string& s = subject.json().get_ref<const std::string&>();
     if (name == "trim") return Value::of(strip(s, strip_set(site, args), true, true));
@@ -357,10 +416,12 @@ Value call_function(const Site& site, const std::string& name, const Args& args)
     Json attrs = Json::object();
     for (const auto& v : args.positional) {
       if (!v.is_data() || !v.json().is_object()) site.fail(name + "() takes keyword arguments or a dict");
+      site.check_nesting(v.json(), 0);
       for (auto it = v.json().begin(); it != v.json().end(); ++it) attrs[it.key()] = *it;
     }
     for (const auto& [key, v] : args.named) {
       if (!v.is_data()) site.fail(name + "(): cannot store " + type_name(v) + " in '" + key + "'");
+      site.check_nesting(v.json());
       attrs[key] = v.json();
     }
     if (name == "dict") return Value::of(std::move(attrs));

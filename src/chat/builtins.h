@@ -15,6 +15,8 @@ struct Args {
   std::vector<std::pair<std::string, Value>> named;
   // The argument at `index` or called `name`, else null.
   const Value* get(size_t index, std::string_view name) const;
+  // The keyword argument called `name`, else null.
+  const Value* named_arg(std::string_view name) const;
 };
 
 Value apply_filter(const Site& site, const std::string& name, const Value& subject, const Args& args);

@@ -24,6 +24,9 @@ namespace {
 // OpenAI-form messages: HF would fail deep inside the template on these, with a far worse message.
 chat::Json check_messages(const chat::Json& messages) {
   if (!messages.is_array()) throw Error(ErrorKind::invalid_argument, "messages: expected an array, got " + std::string(messages.type_name()));
+  if (chat::nesting_depth(messages) > chat::kMaxDepth) {
+    throw Error(ErrorKind::invalid_argument, "messages: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
+  }
   chat::Json out = messages;
   for (size_t i = 0; i < out.size(); ++i) {
     auto& m = out[i];
@@ -80,9 +83,18 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(ErrorKind::format, file.string() + ": malformed JSON: " + e.what());
   }
-  auto source = config.is_object() ? config.find("chat_template") : config.end();
-  if (!config.is_object() || source == config.end() || !source->is_string()) {
-    throw Error(ErrorKind::format, file.string() + ": no string field 'chat_template'");
+  auto field = config.is_object() ? config.find("chat_template") : config.end();
+  const nlohmann::json* source = field == config.end() ? nullptr : &*field;
+  if (source && source->is_array()) {
+    // Some models ship several named templates; HF renders the one called "default".
+    const nlohmann::json* chosen = nullptr;
+    for (const auto& named : *source) {
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template")) chosen = &named["template"];
+    }
+    source = chosen;
+  }
+  if (!source || !source->is_string()) {
+    throw Error(ErrorKind::format, file.string() + ": no string field 'chat_template' (or a list entry named default)");
   }
   std::optional<ChatTemplate> tmpl;
   try {
@@ -106,6 +118,9 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
   // undefined): templates written against it test `tools is not none`.
   if (!options.tools.is_null() && !options.tools.is_array()) {
     throw Error(ErrorKind::invalid_argument, "tools: expected an array");
+  }
+  if (chat::nesting_depth(options.tools) > chat::kMaxDepth) {
+    throw Error(ErrorKind::invalid_argument, "tools: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
   }
   vars["tools"] = options.tools;
   vars["documents"] = nullptr;

@@ -12,6 +12,10 @@ namespace {
 
 enum class Flow { normal, break_loop, continue_loop };
 
+// Each macro call recurses through exec and eval, up to kMaxNesting frames per level: a recursive
+// macro must stop well before the stack does (8 MB, less under AddressSanitizer).
+constexpr int kMaxMacroDepth = 16;
+
 class Renderer {
  public:
   Renderer(const Json& variables, const Limits& limits) : limits_(limits) {
@@ -43,9 +47,14 @@ class Renderer {
   }
 
   Value lookup(const std::string& name) const {
-    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
-      auto it = scope->find(name);
-      if (it != scope->end()) return it->second;
+    // Inside a macro only its own frames and the template's top level are visible, as in Jinja.
+    for (size_t i = scopes_.size(); i-- > base_;) {
+      auto it = scopes_[i].find(name);
+      if (it != scopes_[i].end()) return it->second;
+    }
+    if (base_ > 0) {
+      auto it = scopes_[0].find(name);
+      if (it != scopes_[0].end()) return it->second;
     }
     const Json& g = globals_.json();
     auto it = g.find(name);
@@ -88,8 +97,48 @@ class Renderer {
       case Stmt::Kind::break_loop: return Flow::break_loop;
       case Stmt::Kind::continue_loop: return Flow::continue_loop;
       case Stmt::Kind::block: return exec(s.body);
+      case Stmt::Kind::macro: {
+        Value macro = Value::function(s.targets[0]);
+        macro.macro = &s;
+        scopes_.back()[s.targets[0]] = std::move(macro);
+        break;
+      }
     }
     return Flow::normal;
+  }
+
+  // Renders the body of a macro into a string: parameters bind by position, then by name, then
+  // from their defaults; the caller's locals stay invisible.
+  Value call_macro(const Site& at, const Stmt& macro, const Args& args) {
+    if (macro_depth_ >= kMaxMacroDepth) at.fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth));
+    if (args.positional.size() > macro.params.size()) at.fail("macro '" + macro.targets[0] + "' takes " + std::to_string(macro.params.size()) + " arguments");
+    std::unordered_map<std::string, Value> frame;
+    for (size_t i = 0; i < macro.params.size(); ++i) {
+      const auto& [name, fallback] = macro.params[i];
+      if (const Value* given = args.get(i, name)) {
+        frame[name] = *given;
+      } else {
+        frame[name] = fallback ? eval(*fallback) : Value();
+      }
+    }
+    for (const auto& [name, value] : args.named) {
+      if (std::none_of(macro.params.begin(), macro.params.end(), [&](const auto& p) { return p.first == name; })) {
+        at.fail("macro '" + macro.targets[0] + "' has no parameter '" + name + "'");
+      }
+    }
+    const size_t saved_base = base_;
+    scopes_.push_back(std::move(frame));
+    base_ = scopes_.size() - 1;
+    ++macro_depth_;
+    std::string saved = std::move(out_);
+    out_.clear();
+    exec(macro.body);
+    std::string rendered = std::move(out_);
+    out_ = std::move(saved);
+    --macro_depth_;
+    base_ = saved_base;
+    scopes_.pop_back();
+    return Value::of(std::move(rendered));
   }
 
   void exec_set(const Stmt& s) {
@@ -104,6 +153,7 @@ class Renderer {
                    "': only namespace() objects are mutable");
     }
     if (!value.is_data()) site(s).fail("cannot store " + type_name(value) + " in a namespace");
+    site(s).check_nesting(value.json());
     (*target.attrs)[s.attr] = value.json();
   }
 
@@ -268,6 +318,7 @@ class Renderer {
     if (f.kind != Value::Kind::function) {
       at.fail((callee.kind == Expr::Kind::name ? "'" + callee.name + "'" : type_name(f)) + " is not callable");
     }
+    if (f.macro) return call_macro(at, *static_cast<const Stmt*>(f.macro), eval_args(e, 1));
     return call_function(at, f.name, eval_args(e, 1));
   }
 
@@ -322,6 +373,7 @@ class Renderer {
         for (const auto& item : e.operands) {
           const Value v = eval(*item);
           if (!v.is_data()) at.fail("cannot store " + type_name(v) + " in a list");
+          at.check_nesting(v.json());
           list.push_back(v.json());
         }
         return Value::of(std::move(list));
@@ -333,6 +385,7 @@ class Renderer {
           const Value v = eval(*e.operands[i + 1]);
           if (!key.is_data() || !key.json().is_string()) at.fail("dict keys must be strings");
           if (!v.is_data()) at.fail("cannot store " + type_name(v) + " in a dict");
+          at.check_nesting(v.json());
           dict[key.json().get<std::string>()] = v.json();
         }
         return Value::of(std::move(dict));
@@ -344,6 +397,8 @@ class Renderer {
   const Limits& limits_;
   Value globals_;
   std::vector<std::unordered_map<std::string, Value>> scopes_;  // innermost last; [0] is the template's top level
+  size_t base_ = 0;         // the first frame visible to lookup: a macro call's own, else 0
+  int macro_depth_ = 0;
   std::string out_;
   size_t steps_ = 0;
 };

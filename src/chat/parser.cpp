@@ -119,10 +119,12 @@ class Parser {
     if (tag.value == "for") return parse_for(tag, std::move(s));
     if (tag.value == "set") return parse_set(tag, std::move(s));
     if (tag.value == "break" || tag.value == "continue") {
+      if (loop_depth_ == 0) fail(tag, "'" + tag.value + "' outside a for loop");
       s.kind = tag.value == "break" ? Stmt::Kind::break_loop : Stmt::Kind::continue_loop;
       end_tag();
       return s;
     }
+    if (tag.value == "macro") return parse_macro(tag, std::move(s));
     if (tag.value == "generation") {
       s.kind = Stmt::Kind::block;
       end_tag();
@@ -171,12 +173,34 @@ class Parser {
     if (accept_name("if")) s.filter = parse_or();
     if (at_name("recursive")) fail(peek(), "recursive loops are not supported");
     end_tag();
+    ++loop_depth_;
     s.body = parse_body({"else", "endfor"});
+    --loop_depth_;
     if (close_block(tag, "endfor") == "else") {
       end_tag();
       s.else_body = parse_body({"endfor"});
       close_block(tag, "endfor");
     }
+    end_tag();
+    return s;
+  }
+
+  Stmt parse_macro(const Token& tag, Stmt s) {
+    s.kind = Stmt::Kind::macro;
+    s.targets.push_back(expect_name());
+    expect_op("(");
+    while (!at_op(")")) {
+      std::string name = expect_name();
+      s.params.emplace_back(std::move(name), accept_op("=") ? parse_expression() : nullptr);
+      if (!accept_op(",")) break;
+    }
+    expect_op(")");
+    end_tag();
+    const int outer_loops = loop_depth_;
+    loop_depth_ = 0;  // a loop around the definition does not surround the body when it runs
+    s.body = parse_body({"endmacro"});
+    loop_depth_ = outer_loops;
+    close_block(tag, "endmacro");
     end_tag();
     return s;
   }
@@ -517,7 +541,8 @@ class Parser {
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
-  int depth_ = 0;
+  int depth_ = 0;       // blocks and expressions open around the current token
+  int loop_depth_ = 0;  // for loops open around the current token, for break/continue
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Python semantics for template values: truthiness, str(), json.dumps, float repr and the operators.
 #include "chat/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -21,6 +22,24 @@ void Site::check_size(size_t size) const {
 
 void Site::check_items(size_t count) const {
   if (count > max_items) fail("list of " + std::to_string(count) + " items exceeds the limit of " + std::to_string(max_items));
+}
+
+void Site::check_nesting(const Json& element, int levels) const {
+  if (nesting_depth(element) + levels > kMaxDepth) fail("value nested deeper than " + std::to_string(kMaxDepth) + " levels");
+}
+
+int nesting_depth(const Json& j) {
+  int deepest = 0;
+  std::vector<std::pair<const Json*, int>> stack = {{&j, 0}};
+  while (!stack.empty()) {
+    auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    deepest = std::max(deepest, depth + 1);
+    if (deepest > kMaxDepth) return deepest;
+    for (const auto& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return deepest;
 }
 
 bool truthy(const Value& v) {

@@ -22,7 +22,8 @@ struct Value {
   // Immutable and shared: attribute access aliases into the parent instead of copying a whole conversation.
   std::shared_ptr<const Json> data;
   std::shared_ptr<Json> attrs;  // ns: the namespace's attributes, mutable and shared by every copy
-  std::string name;             // function: the builtin's name
+  std::string name;             // function: the builtin's or macro's name
+  const void* macro = nullptr;  // function: the macro's definition (a Stmt), null for a builtin
 
   static Value of(Json j) {
     Value v;
@@ -48,6 +49,13 @@ struct Value {
   const Json& json() const { return *data; }
 };
 
+// Nesting of lists and dicts any value may reach. Copying, comparing and printing JSON recurse,
+// so a value built deeper (a loop wrapping a list in a list) must be refused before it is built.
+inline constexpr int kMaxDepth = 256;
+
+// Nesting depth of `j` (a scalar is 0), counted without recursion; stops early past kMaxDepth.
+int nesting_depth(const Json& j);
+
 // Where an expression sits in the template, and the size cap every value must respect; builtins
 // report errors through it so each message carries line:col.
 struct Site {
@@ -58,6 +66,8 @@ struct Site {
   [[noreturn]] void fail(const std::string& message) const;
   void check_size(size_t size) const;
   void check_items(size_t count) const;
+  // Fails unless `element` can sit `levels` deeper inside a new list or dict.
+  void check_nesting(const Json& element, int levels = 1) const;
 };
 
 // Python truthiness: empty strings, containers, 0, None and undefined are false.

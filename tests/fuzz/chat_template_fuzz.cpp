@@ -1,5 +1,6 @@
 // Fuzz target: mutated Jinja sources parsed and rendered on a fixed conversation; only qwen3::Error may escape.
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,20 @@ std::vector<std::vector<uint8_t>> fuzz_seeds() {
       "{% set x %}{{ range(5) | list | join(',') }}{% endset %}{{ x[1:3] }}{# c #}\n  {%+ if true -%} y {%- endif %}",
       "{{ 'yes' if enable_thinking is false and 'Hi' in messages[1].content else raise_exception('no') }}",
       "{{ messages[2].tool_calls[0].function.arguments | tojson(indent=2) }}{{ d.get('k', 0) }}{{ {'a': [1]} }}",
+      "{% macro f(n, s='-') %}{% if n > 0 %}{{ s }}{{ f(n - 1, s=s ~ n) }}{% endif %}{% endmacro %}{{ f(3) }}",
   };
   std::vector<std::vector<uint8_t>> seeds;
   for (const char* s : sources) seeds.emplace_back(s, s + std::char_traits<char>::length(s));
+  // The real Qwen3 template, when run from tests/fixtures as ctest does: mutations of it reach
+  // every feature a production template uses.
+  std::ifstream config("models/qwen3-tiny/tokenizer_config.json");
+  if (config) {
+    const auto json = qwen3::chat::Json::parse(config, nullptr, false);
+    if (json.is_object() && json.contains("chat_template") && json["chat_template"].is_string()) {
+      const auto& source = json["chat_template"].get_ref<const std::string&>();
+      seeds.emplace_back(source.begin(), source.end());
+    }
+  }
   return seeds;
 }
 

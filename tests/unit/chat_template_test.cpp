@@ -1,4 +1,5 @@
 // Chat template tests: HF ground-truth renderings byte for byte, the Jinja subset, and error messages.
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -93,6 +94,15 @@ TEST(Jinja, ScopingAndNamespace) {
   EXPECT_EQ(run("{% set s %}a{{ 1 + 1 }}{% endset %}[{{ s }}]"), "[a2]");
 }
 
+TEST(Jinja, Macros) {
+  EXPECT_EQ(run("{% macro tag(name, body='-') %}<{{ name }}>{{ body }}{% endmacro %}{{ tag('a') }}{{ tag('b', body=x) }}",
+                R"({"x": 1})"),
+            "<a>-<b>1");
+  // A macro sees the template's top level, not the caller's loop variables.
+  EXPECT_EQ(run("{% set g = 'G' %}{% macro m() %}{{ g }}{{ i }}{% endmacro %}{% for i in [1] %}{{ m() }}{% endfor %}"), "G");
+  EXPECT_EQ(run("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}"), "321");
+}
+
 TEST(Jinja, FiltersAndMethods) {
   EXPECT_EQ(run("{{ '  hi  ' | trim }}|{{ xs | length }}|{{ 'abc' | length }}|{{ 'zażółć' | length }}",
                 R"({"xs": [1, 2, 3]})"),
@@ -105,6 +115,12 @@ TEST(Jinja, FiltersAndMethods) {
             "['a', 'b']|True|True");
   EXPECT_EQ(run("{{ '\\nab\\n'.strip('\\n') }}|{{ 'abc'.rstrip('c') }}|{{ 'Ab'.upper() }}{{ 'Ab' | lower }}"),
             "ab|ab|ABab");
+  EXPECT_EQ(run("{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') }}|"
+                "{{ ms | rejectattr('role', 'eq', 'user') | list | length }}|{{ [0, 1, 2] | select | list }}|"
+                "{{ [1, 2, 3] | reject('odd') | list }}|{{ ['a', 'B'] | map('upper') | list }}|{{ d | items | list }}",
+                R"({"ms": [{"role": "user", "content": "a"}, {"role": "system", "content": "s"},
+                           {"role": "user", "content": "b"}], "d": {"k": 1}})"),
+            "a,b|1|[1, 2]|[2]|['A', 'B']|[['k', 1]]");
   EXPECT_EQ(run("{{ missing | default('d') }}|{{ [1, 2] | join('-') }}|{{ d.get('k', 0) }}", R"({"d": {}})"),
             "d|1-2|0");
 }
@@ -151,7 +167,8 @@ TEST(ChatTemplateErrors, ParseErrorsCarryLineAndColumn) {
                ErrorKind::invalid_argument, "1:6: unknown filter 'nope'");
   expect_error([] { ChatTemplate t("{{ x "); }, ErrorKind::format, "1:1: unclosed tag '{{'");
   expect_error([] { ChatTemplate t("ab\n {# x"); }, ErrorKind::format, "2:2: unclosed comment");
-  expect_error([] { ChatTemplate t("{% macro m() %}{% endmacro %}"); }, ErrorKind::format, "1:4: unknown or unsupported tag 'macro'");
+  expect_error([] { ChatTemplate t("{% include 'x' %}"); }, ErrorKind::format, "1:4: unknown or unsupported tag 'include'");
+  expect_error([] { ChatTemplate t("{% if x %}{% break %}{% endif %}"); }, ErrorKind::format, "1:14: 'break' outside a for loop");
   expect_error([] { ChatTemplate t("{% endfor %}"); }, ErrorKind::format, "unexpected 'endfor'");
   expect_error([] { ChatTemplate t("{{ 'abc }}"); }, ErrorKind::format, "1:4: unterminated string");
   expect_error([] { ChatTemplate t("{{ (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1 }}"); },
@@ -174,8 +191,14 @@ TEST(ChatTemplateErrors, LimitsStopRunawayTemplates) {
                ErrorKind::invalid_argument, "steps");
   expect_error([&] { chat::render(chat::parse("{% for i in range(900) %}xx{% endfor %}"), chat::Json::object(), limits); },
                ErrorKind::invalid_argument, "output exceeds 1000 bytes");
+  expect_error([] { run("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"); }, ErrorKind::invalid_argument,
+               "macro calls nested deeper than 16");
   expect_error([&] { chat::render(chat::parse("{{ 'ab' * 100000 }}"), chat::Json::object(), limits); },
                ErrorKind::invalid_argument, "size limit");
+  // Deep nesting would overflow the stack when copied or printed: refused as it is built.
+  expect_error([] { run("{% set ns = namespace(a=1) %}{% for i in range(1000) %}{% set ns.a = [ns.a] %}{% endfor %}"
+                        "{{ ns.a | tojson }}"); },
+               ErrorKind::invalid_argument, "nested deeper than 256 levels");
 }
 
 TEST(ChatTemplateErrors, BadMessages) {
@@ -189,10 +212,40 @@ TEST(ChatTemplateErrors, BadMessages) {
                ErrorKind::invalid_argument, "messages[0]: missing string field 'role'");
   expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"(["hi"])")); },
                ErrorKind::invalid_argument, "messages[0]: expected an object");
+  const std::string deep = std::string(300, '[') + std::string(300, ']');
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": "x", "extra": )" + deep + "}]")); },
+               ErrorKind::invalid_argument, "messages: nested deeper than 256 levels");
 }
 
 TEST(ChatTemplateErrors, LoadNamesTheFile) {
   expect_error([] { ChatTemplate::load(test::fixtures() / "no-such-model"); }, ErrorKind::io, "tokenizer_config.json");
+}
+
+class ConfigDir : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("qwen3_chat_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const std::string& text) { std::ofstream(dir_ / "tokenizer_config.json") << text; }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigDir, NamedTemplateListPicksDefault) {
+  write(R"({"eos_token": {"content": "</s>"}, "chat_template": [{"name": "tool_use", "template": "T"},
+           {"name": "default", "template": "{{ messages[0].content }}{{ eos_token }}"}]})");
+  EXPECT_EQ(ChatTemplate::load(dir_).render(nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])")), "hi</s>");
+}
+
+TEST_F(ConfigDir, MissingOrBrokenTemplate) {
+  write(R"({"eos_token": "x"})");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "no string field 'chat_template'");
+  write(R"({"chat_template": "{% if %}"})");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "tokenizer_config.json: chat template 1:7: unexpected '%}'");
+  write(R"({"chat_template": )");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "tokenizer_config.json: malformed JSON");
 }
 
 }  // namespace
