@@ -102,6 +102,18 @@ TEST(VerifyCli, PassesOnTheFixturesAndFailsBelowTheirPrecision) {
   EXPECT_EQ(strict.exit_code, 1) << strict.output;
 }
 
+TEST(VerifyCli, ChecksTokenizerAndChatTemplateReferences) {
+  auto tok = run_qwen3("verify " + kTiny + " " + test::shell_quote(test::reference("tokenizer.json").string()));
+  EXPECT_EQ(tok.exit_code, 0) << tok.output;
+  EXPECT_NE(tok.output.find("tokenizer: 229/229 cases match"), std::string::npos) << tok.output;
+  auto chat = run_qwen3("verify " + kTiny + " " + test::shell_quote(test::reference("chat_template.json").string()));
+  EXPECT_EQ(chat.exit_code, 0) << chat.output;
+  EXPECT_NE(chat.output.find("chat template: 8/8 cases match"), std::string::npos) << chat.output;
+  auto bad = run_qwen3("verify " + kTiny + " " + test::shell_quote(test::tiny_model().string() + "/config.json"), "", false);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("not a reference file"), std::string::npos) << bad.err;
+}
+
 TEST(ChatCli, FeedsTheTemplateRenderingAndReusesTheCache) {
   // Two turns through stdin; the first turn's ids are the reference rendering of that message.
   auto ref = nlohmann::json::parse(io::read_file(test::reference("chat_template.json")));

@@ -11,16 +11,22 @@
 
 namespace qwen3::cli {
 
-inline nlohmann::json read_json_file(const std::string& path) {
+template <class Json = nlohmann::json>
+Json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorKind::io, path + ": cannot open file");
   std::stringstream text;
   text << in.rdbuf();
   try {
-    return nlohmann::json::parse(text.str());
+    return Json::parse(text.str());
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(ErrorKind::format, path + ": not valid JSON (" + e.what() + ")");
   }
+}
+
+// Keeping each object's key order, as Python's json does (for templates' tojson).
+inline nlohmann::ordered_json read_ordered_json_file(const std::string& path) {
+  return read_json_file<nlohmann::ordered_json>(path);
 }
 
 }  // namespace qwen3::cli

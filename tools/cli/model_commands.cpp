@@ -4,7 +4,12 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_path.h"
+#include "cli/verify_chat.h"
 #include "cli/verify_model.h"
+#include "cli/verify_tokenizer.h"
+#include "qwen3/chat.h"
+#include "qwen3/tokenizer.h"
 #include "cli/json_input.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
@@ -50,7 +55,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--isa", args->isa, "Kernels: auto, avx512, avx2, scalar");
   cmd->callback([args] {
     auto prompt = parse_ids(args->ids);
-    auto model = Model::load(args->model, {args->threads, args->isa});
+    auto model = Model::load(resolve_model(args->model), {args->threads, args->isa});
     Sequence seq(*model, std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
     std::vector<TokenId> next = prompt;
     for (int i = 0; i < args->n; ++i) {
@@ -80,12 +85,24 @@ void add_verify_command(CLI::App& app) {
   cmd->add_option("-t,--threads", args->threads, "Threads (0 = one per core)");
   cmd->add_option("--isa", args->isa, "Kernels: auto, avx512, avx2, scalar");
   cmd->callback([args] {
+    // The kind of reference is told by its fields: tokenizer cases, chat renderings, or logits.
     auto ref = read_json_file(args->reference);
-    if (!ref.is_object() || !ref.contains("cases"))
-      throw Error(ErrorKind::format, args->reference + ": not a reference file (no \"cases\")");
-    auto model = Model::load(args->model, {args->threads, args->isa});
-    std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(), model->isa(), model->threads());
-    int rc = verify_model_reference(*model, ref, args->tol, stdout);
+    const auto dir = resolve_model(args->model);
+    int rc = 0;
+    if (ref.is_object() && (ref.contains("encode") || ref.contains("decode"))) {
+      rc = verify_tokenizer_reference(Tokenizer::load(dir), ref, stdout);
+    } else if (ref.is_object() && ref.contains("cases") && ref["cases"].is_array() && !ref["cases"].empty() &&
+               ref["cases"][0].contains("rendered")) {
+      auto ordered = read_ordered_json_file(args->reference);  // keep key order for tojson
+      auto tokenizer = Tokenizer::load(dir);
+      rc = verify_chat_reference(ChatTemplate::load(dir), ordered, stdout, &tokenizer);
+    } else if (ref.is_object() && ref.contains("cases")) {
+      auto model = Model::load(dir, {args->threads, args->isa});
+      std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(), model->isa(), model->threads());
+      rc = verify_model_reference(*model, ref, args->tol, stdout);
+    } else {
+      throw Error(ErrorKind::format, args->reference + ": not a reference file (no \"cases\", \"encode\" or \"decode\")");
+    }
     if (rc) throw CLI::RuntimeError(rc);
   });
 }

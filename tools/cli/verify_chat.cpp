@@ -38,7 +38,8 @@ ChatOptions options_of(const nlohmann::ordered_json& c) {
 
 }  // namespace
 
-int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out) {
+int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out,
+                          const Tokenizer* tokenizer) {
   if (!reference.is_object() || !reference.contains("cases") || !reference["cases"].is_array()) {
     throw Error(ErrorKind::format, "chat reference: expected an object with a \"cases\" array");
   }
@@ -59,6 +60,18 @@ int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json
       continue;
     }
     if (got == want) {
+      if (tokenizer && c.contains("ids")) {
+        const auto ids = encode_chat(tmpl, *tokenizer, c["messages"], options_of(c));
+        const auto want_ids = c["ids"].get<std::vector<TokenId>>();
+        if (ids != want_ids) {
+          const size_t at = static_cast<size_t>(
+              std::mismatch(ids.begin(), ids.begin() + static_cast<long>(std::min(ids.size(), want_ids.size())), want_ids.begin()).first -
+              ids.begin());
+          std::fprintf(out, "case %s: rendering matches, token ids differ at position %zu (expected %zu ids, got %zu)\n",
+                       name.c_str(), at, want_ids.size(), ids.size());
+          continue;
+        }
+      }
       ++matched;
       continue;
     }

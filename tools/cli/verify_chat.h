@@ -12,6 +12,8 @@ namespace qwen3::cli {
 // `reference` is reference/chat_template.json ({"cases": [...]}); ordered, because tool schemas
 // must keep their key order to render as Hugging Face did. Prints the first differing byte of each
 // mismatch with context, then "chat template: N/M cases match". Returns 0 when all match, else 1.
-int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out);
+// With a tokenizer, each case's "ids" are checked too (encode_chat of the same conversation).
+int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out,
+                          const Tokenizer* tokenizer = nullptr);
 
 }  // namespace qwen3::cli
