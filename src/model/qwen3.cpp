@@ -87,9 +87,7 @@ class Forward {
   void attention(int l, const LayerWeights& lw) {
     const int T = rows_.T, H = c_.num_attention_heads, Hkv = c_.num_key_value_heads, Dh = c_.head_dim;
     const float eps = static_cast<float>(c_.rms_norm_eps);
-    ops::matmul(rt_, s_.h.data(), T, lw.q_proj, s_.q.data());
-    ops::matmul(rt_, s_.h.data(), T, lw.k_proj, s_.k.data());
-    ops::matmul(rt_, s_.h.data(), T, lw.v_proj, s_.v.data());
+    ops::matmul(rt_, s_.h.data(), T, {{lw.q_proj, s_.q.data()}, {lw.k_proj, s_.k.data()}, {lw.v_proj, s_.v.data()}});
     ops::rms_norm(rt_, s_.q.data(), lw.q_norm.data(), eps, T * H, Dh, s_.q.data());  // per head
     ops::rms_norm(rt_, s_.k.data(), lw.k_norm.data(), eps, T * Hkv, Dh, s_.k.data());
     for (int t = 0; t < T; ++t) {
@@ -114,8 +112,7 @@ class Forward {
   // HF: Qwen3MLP.forward: down_proj(silu(gate_proj(x)) * up_proj(x))
   void ffn(const LayerWeights& lw) {
     const int T = rows_.T, F = c_.intermediate_size;
-    ops::matmul(rt_, s_.h.data(), T, lw.gate_proj, s_.gate.data());
-    ops::matmul(rt_, s_.h.data(), T, lw.up_proj, s_.up.data());
+    ops::matmul(rt_, s_.h.data(), T, {{lw.gate_proj, s_.gate.data()}, {lw.up_proj, s_.up.data()}});
     ops::silu_mul(s_.gate.data(), s_.up.data(), T * F, s_.gate.data());
     ops::matmul(rt_, s_.gate.data(), T, lw.down_proj, s_.out.data());
   }

@@ -56,13 +56,24 @@ void rms_norm(Runtime&, const float* x, const float* w, float eps, int rows, int
   }
 }
 
-void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) {
-  // Threads take whole blocks of W rows: every thread streams its own part of the weights.
+void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) { matmul(rt, x, T, {{w, y}}); }
+
+void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products) {
+  // Threads take whole blocks of W rows, numbered across the matrices in order: every thread
+  // streams its own contiguous part of the weights.
   constexpr int kRowsPerUnit = 16;
-  const int N = w.rows, K = w.cols, units = (N + kRowsPerUnit - 1) / kRowsPerUnit;
-  const MatmulKernel kernel = rt.kernels.matmul[static_cast<int>(w.dtype)];
+  int units = 0;
+  for (const Product& p : products) units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
   rt.pool.run(units, [&](int b, int e) {
-    kernel(x, T, K, w.data, b * kRowsPerUnit, std::min(N, e * kRowsPerUnit), y, N);
+    int first = 0;  // the first unit of the current matrix
+    for (const Product& p : products) {
+      const int n_units = (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
+      const int ub = std::max(b, first), ue = std::min(e, first + n_units);
+      if (ub < ue)
+        rt.kernels.matmul[static_cast<int>(p.w.dtype)](x, T, p.w.cols, p.w.data, (ub - first) * kRowsPerUnit,
+                                                       std::min(p.w.rows, (ue - first) * kRowsPerUnit), p.y, p.w.rows);
+      first += n_units;
+    }
   });
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -49,6 +50,14 @@ void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, 
 
 // y[T, N] = x[T, K] . w[N, K]^T. y must not alias x.
 void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y);
+
+// Several products of the same x in one parallel pass (q/k/v, gate/up): fewer hand-offs between
+// threads and longer runs of weights streamed by each.     y_i[T, N_i] = x[T, K] . w_i[N_i, K]^T
+struct Product {
+  const Matrix& w;
+  float* y;
+};
+void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products);
 
 // The rotary angles of one position, computed in float32 as HF does:
 // angle[i] = pos * (1 / theta^(2i / Dh)).                             cos, sin [Dh / 2]
