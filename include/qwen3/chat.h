@@ -12,7 +12,9 @@ namespace qwen3 {
 struct ChatOptions {
   bool add_generation_prompt = true;
   bool enable_thinking = true;
-  nlohmann::json tools = nullptr;  // OpenAI tool definitions, or null
+  // OpenAI tool definitions, or null. Ordered, because the template prints them with tojson and
+  // Hugging Face keeps each schema's key order.
+  nlohmann::ordered_json tools = nullptr;
 };
 
 class ChatTemplate {
@@ -28,6 +30,8 @@ class ChatTemplate {
   // `messages` in OpenAI form: [{"role": "system"|"user"|"assistant"|"tool", "content": ...,
   // "reasoning_content"?, "tool_calls"?}]. Throws qwen3::Error (invalid_argument) on bad input.
   std::string render(const nlohmann::json& messages, const ChatOptions& options = {}) const;
+  // The same, keeping each object's key order for tojson (tool-call arguments): byte-identical to HF.
+  std::string render(const nlohmann::ordered_json& messages, const ChatOptions& options = {}) const;
 
   struct Program;
 

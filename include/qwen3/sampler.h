@@ -41,12 +41,24 @@ class Sampler {
   // `history` is every token the penalties count (prompt and generated so far).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
 
+  // The tokens a draw would choose from, after every step above, with their renormalised
+  // probabilities, best first (ties: lower id first). Greedy gives the argmax with prob 1.
+  std::vector<TokenProb> candidates(std::span<const float> logits, std::span<const int32_t> history);
+
   const SamplingParams& params() const { return params_; }
 
  private:
+  // Fills kept_ (ids; best first when `best_first` or when top_k/top_p truncate) and work_ (their
+  // renormalised probabilities, by id).
+  void filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first);
+  void apply_penalties(std::span<const int32_t> history);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
-  std::vector<float> work_;
+  // Reused across calls: a 151936-entry vocab would otherwise allocate ~1.2 MB per token.
+  std::vector<float> work_;      // [vocab] penalised, tempered logits, then probabilities
+  std::vector<int32_t> counts_;  // [vocab] occurrences in history; all zero between calls
+  std::vector<int32_t> kept_;    // surviving token ids, best first
 };
 
 // The k most likely tokens of softmax(logits), best first (for --show-probs and logprobs).

@@ -1,0 +1,199 @@
+// Chat template tests: HF ground-truth renderings byte for byte, the Jinja subset, and error messages.
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "chat/interpreter.h"
+#include "chat/parser.h"
+#include "qwen3/chat.h"
+#include "qwen3/error.h"
+#include "test_paths.h"
+
+namespace qwen3 {
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+OrderedJson reference_cases() {
+  std::ifstream in(test::reference("chat_template.json"));
+  return OrderedJson::parse(in)["cases"];
+}
+
+ChatOptions options_of(const OrderedJson& c) {
+  ChatOptions options;
+  if (c.contains("enable_thinking")) options.enable_thinking = c["enable_thinking"].get<bool>();
+  if (c.contains("add_generation_prompt")) options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+  if (c.contains("tools")) options.tools = c["tools"];
+  return options;
+}
+
+TEST(ChatTemplate, EveryReferenceCaseMatchesHuggingFace) {
+  const auto tmpl = ChatTemplate::load(test::tiny_model());
+  const auto cases = reference_cases();
+  ASSERT_GE(cases.size(), 8u);
+  for (const auto& c : cases) {
+    EXPECT_EQ(tmpl.render(c["messages"], options_of(c)), c["rendered"].get<std::string>()) << c["name"];
+  }
+}
+
+// Renders a small template with `vars` as its globals.
+std::string run(const std::string& source, const std::string& vars = "{}") {
+  return chat::render(chat::parse(source), chat::Json::parse(vars));
+}
+
+TEST(ChatTemplate, MultiStepToolHistory) {
+  // Tool calls and responses, where HF keeps reasoning only after the last real user query.
+  const auto tmpl = ChatTemplate::load(test::tiny_model());
+  auto messages = OrderedJson::parse(R"([
+    {"role": "user", "content": "Weather?"},
+    {"role": "assistant", "content": "<think>\nneed tool\n</think>\n\n", "tool_calls": [
+      {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}}]},
+    {"role": "tool", "content": "20C"},
+    {"role": "tool", "content": "sunny"},
+    {"role": "assistant", "content": "It is 20C.", "reasoning_content": "summarise"}])");
+  const std::string want =
+      "<|im_start|>user\nWeather?<|im_end|>\n"
+      "<|im_start|>assistant\n<think>\nneed tool\n</think>\n\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"C\"}}\n</tool_call><|im_end|>\n"
+      "<|im_start|>user\n<tool_response>\n20C\n</tool_response>\n<tool_response>\nsunny\n</tool_response><|im_end|>\n"
+      "<|im_start|>assistant\n<think>\nsummarise\n</think>\n\nIt is 20C.<|im_end|>\n";
+  ChatOptions options;
+  options.add_generation_prompt = false;
+  EXPECT_EQ(tmpl.render(messages, options), want);
+}
+
+TEST(ChatTemplate, NullContentBesideToolCallsIsEmpty) {
+  const auto tmpl = ChatTemplate::load(test::tiny_model());
+  auto messages = OrderedJson::parse(R"([{"role": "user", "content": "x"},
+    {"role": "assistant", "content": null, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}])");
+  ChatOptions options;
+  options.add_generation_prompt = false;
+  EXPECT_EQ(tmpl.render(messages, options),
+            "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>\n");
+}
+
+TEST(Jinja, LoopVariablesAndReversal) {
+  EXPECT_EQ(run("{% for x in xs %}{{ loop.index0 }}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}",
+                R"({"xs": ["a", "b", "c"]})"),
+            "0a,1b,2c");
+  EXPECT_EQ(run("{% for x in xs[::-1] %}{{ x }}{{ loop.index }}/{{ loop.length }}{% endfor %}", R"({"xs": [1, 2]})"),
+            "21/212/2");
+  EXPECT_EQ(run("{% for x in [] %}a{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(run("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", R"({"d": {"b": 1, "a": 2}})"), "b=1;a=2;");
+  EXPECT_EQ(run("{% for x in range(10) if x is odd %}{{ x }}{% if x > 4 %}{% break %}{% endif %}{% endfor %}"), "135");
+}
+
+TEST(Jinja, ScopingAndNamespace) {
+  // A set inside a loop does not leak out; a namespace attribute does.
+  EXPECT_EQ(run("{% set x = 1 %}{% set ns = namespace(y=1) %}{% for i in [5] %}{% set x = i %}{% set ns.y = i %}"
+                "{% endfor %}{{ x }} {{ ns.y }}"),
+            "1 5");
+  EXPECT_EQ(run("{% set s %}a{{ 1 + 1 }}{% endset %}[{{ s }}]"), "[a2]");
+}
+
+TEST(Jinja, FiltersAndMethods) {
+  EXPECT_EQ(run("{{ '  hi  ' | trim }}|{{ xs | length }}|{{ 'abc' | length }}|{{ 'zażółć' | length }}",
+                R"({"xs": [1, 2, 3]})"),
+            "hi|3|3|6");
+  EXPECT_EQ(run("{{ x | tojson }}", R"({"x": {"b": "zé\n", "a": [1, 2.5, null, true]}})"),
+            R"({"b": "zé\n", "a": [1, 2.5, null, true]})");
+  EXPECT_EQ(run("{{ x | tojson(indent=2) }}", R"({"x": {"a": [1]}})"), "{\n  \"a\": [\n    1\n  ]\n}");
+  EXPECT_EQ(run("{{ 'a</think>\\n\\nb'.split('</think>')[-1].lstrip('\\n') }}"), "b");
+  EXPECT_EQ(run("{{ ' a  b '.split() }}|{{ 'x'.startswith('x') }}|{{ 'xy'.endswith(('q', 'y')) }}"),
+            "['a', 'b']|True|True");
+  EXPECT_EQ(run("{{ '\\nab\\n'.strip('\\n') }}|{{ 'abc'.rstrip('c') }}|{{ 'Ab'.upper() }}{{ 'Ab' | lower }}"),
+            "ab|ab|ABab");
+  EXPECT_EQ(run("{{ missing | default('d') }}|{{ [1, 2] | join('-') }}|{{ d.get('k', 0) }}", R"({"d": {}})"),
+            "d|1-2|0");
+}
+
+TEST(Jinja, Expressions) {
+  EXPECT_EQ(run("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 % 3 }} {{ 2 ** 3 }} {{ 1 / 4 }} {{ 'a' ~ 1 ~ none }}"),
+            "7 3 2 8 0.25 a1None");
+  EXPECT_EQ(run("{{ 'b' in 'abc' }} {{ 2 not in [1, 2] }} {{ 'k' in d }} {{ 1 < 2 and 2 >= 2 }} {{ not 0 or 5 }}",
+                R"({"d": {"k": 1}})"),
+            "True False True True True");
+  EXPECT_EQ(run("{{ 'yes' if x else 'no' }} {{ x is defined }} {{ y is defined }} {{ x is string }} {{ n is none }}",
+                R"({"x": "s", "n": null})"),
+            "yes True False True True");
+  EXPECT_EQ(run("{{ xs[1:] }} {{ xs[-1] }} {{ 'héllo'[1:3] }} {{ xs[10] is undefined }}", R"({"xs": [1, 2, 3]})"),
+            "[2, 3] 3 él True");
+  EXPECT_EQ(run("{{ undefined_var }}|{{ (1, 2) }}|{{ {'a': 1}['a'] }}|{{ true }}"), "|[1, 2]|1|True");
+}
+
+TEST(Jinja, WhitespaceControl) {
+  // HF's trim_blocks and lstrip_blocks: the tag's own line vanishes.
+  EXPECT_EQ(run("a\n  {% if true %}\n  b\n  {% endif %}\nc"), "a\n  b\nc");
+  EXPECT_EQ(run("a  {{- 'x' -}}  \n b"), "axb");
+  EXPECT_EQ(run("a\n{%- if true %} b {% endif -%}\n c"), "a b c");
+  EXPECT_EQ(run("{# comment #}\nx{#- c -#} y"), "xy");
+  EXPECT_EQ(run("x\n"), "x");  // one trailing newline dropped, as keep_trailing_newline=False
+  EXPECT_EQ(run("a\r\nb"), "a\nb");
+}
+
+// Checks that rendering throws qwen3::Error of `kind` whose message contains `needle`.
+template <typename F>
+void expect_error(F&& f, ErrorKind kind, const std::string& needle) {
+  try {
+    f();
+    FAIL() << "no error; expected " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChatTemplateErrors, ParseErrorsCarryLineAndColumn) {
+  expect_error([] { ChatTemplate t("x\n{% if a %}never closed"); }, ErrorKind::format, "2:4: unclosed 'if' block");
+  expect_error([] { ChatTemplate t("{{ x | nope }}"); auto r = t.render(nlohmann::json::array()); },
+               ErrorKind::invalid_argument, "1:6: unknown filter 'nope'");
+  expect_error([] { ChatTemplate t("{{ x "); }, ErrorKind::format, "1:1: unclosed tag '{{'");
+  expect_error([] { ChatTemplate t("ab\n {# x"); }, ErrorKind::format, "2:2: unclosed comment");
+  expect_error([] { ChatTemplate t("{% macro m() %}{% endmacro %}"); }, ErrorKind::format, "1:4: unknown or unsupported tag 'macro'");
+  expect_error([] { ChatTemplate t("{% endfor %}"); }, ErrorKind::format, "unexpected 'endfor'");
+  expect_error([] { ChatTemplate t("{{ 'abc }}"); }, ErrorKind::format, "1:4: unterminated string");
+  expect_error([] { ChatTemplate t("{{ (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1 }}"); },
+               ErrorKind::format, "nesting deeper than");
+}
+
+TEST(ChatTemplateErrors, RuntimeErrorsAndRaiseException) {
+  expect_error([] { run("{{ raise_exception('System message must come first') }}"); }, ErrorKind::invalid_argument,
+               "System message must come first");
+  expect_error([] { run("\n  {{ x.y.z }}", R"({"x": {}})"); }, ErrorKind::invalid_argument, "2:9: cannot read attribute 'z'");
+  expect_error([] { run("{{ 1 + 'a' }}"); }, ErrorKind::invalid_argument, "unsupported operand types for +: int and str");
+  expect_error([] { run("{% for i in range(100000000) %}{% endfor %}"); }, ErrorKind::invalid_argument, "exceeds the limit");
+}
+
+TEST(ChatTemplateErrors, LimitsStopRunawayTemplates) {
+  chat::Limits limits;
+  limits.max_output = 1000;
+  limits.max_steps = 10000;
+  expect_error([&] { chat::render(chat::parse("{% for i in range(900) %}{% for j in range(900) %}{% endfor %}{% endfor %}"), chat::Json::object(), limits); },
+               ErrorKind::invalid_argument, "steps");
+  expect_error([&] { chat::render(chat::parse("{% for i in range(900) %}xx{% endfor %}"), chat::Json::object(), limits); },
+               ErrorKind::invalid_argument, "output exceeds 1000 bytes");
+  expect_error([&] { chat::render(chat::parse("{{ 'ab' * 100000 }}"), chat::Json::object(), limits); },
+               ErrorKind::invalid_argument, "size limit");
+}
+
+TEST(ChatTemplateErrors, BadMessages) {
+  const auto tmpl = ChatTemplate::load(test::tiny_model());
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::object()); }, ErrorKind::invalid_argument, "messages: expected an array");
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "wizard", "content": "x"}])")); },
+               ErrorKind::invalid_argument, "messages[0]: unknown role 'wizard'");
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": "a"}, {"role": "user", "content": 5}])")); },
+               ErrorKind::invalid_argument, "messages[1]: field 'content' must be a string");
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"content": "x"}])")); },
+               ErrorKind::invalid_argument, "messages[0]: missing string field 'role'");
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"(["hi"])")); },
+               ErrorKind::invalid_argument, "messages[0]: expected an object");
+}
+
+TEST(ChatTemplateErrors, LoadNamesTheFile) {
+  expect_error([] { ChatTemplate::load(test::fixtures() / "no-such-model"); }, ErrorKind::io, "tokenizer_config.json");
+}
+
+}  // namespace
+}  // namespace qwen3

@@ -1,0 +1,75 @@
+// Renders every reference chat case and reports where the first byte differs.
+#include "cli/verify_chat.h"
+
+#include <algorithm>
+#include <string>
+
+#include "qwen3/error.h"
+
+namespace qwen3::cli {
+namespace {
+
+// A window of `s` around `offset`, control characters escaped so the line stays one line.
+std::string context(const std::string& s, size_t offset) {
+  const size_t begin = offset > 24 ? offset - 24 : 0;
+  const std::string window = s.substr(std::min(begin, s.size()), 48);
+  std::string out;
+  for (unsigned char c : window) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return "\"" + out + "\"";
+}
+
+ChatOptions options_of(const nlohmann::ordered_json& c) {
+  ChatOptions options;
+  if (c.contains("enable_thinking")) options.enable_thinking = c.at("enable_thinking").get<bool>();
+  if (c.contains("add_generation_prompt")) options.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
+  if (c.contains("tools")) options.tools = c.at("tools");
+  return options;
+}
+
+}  // namespace
+
+int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out) {
+  if (!reference.is_object() || !reference.contains("cases") || !reference["cases"].is_array()) {
+    throw Error(ErrorKind::format, "chat reference: expected an object with a \"cases\" array");
+  }
+  const auto& cases = reference["cases"];
+  size_t matched = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    const std::string name = c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>() : std::to_string(i);
+    if (!c.contains("messages") || !c.contains("rendered") || !c["rendered"].is_string()) {
+      throw Error(ErrorKind::format, "chat reference: case " + name + ": needs \"messages\" and a string \"rendered\"");
+    }
+    const std::string& want = c["rendered"].get_ref<const std::string&>();
+    std::string got;
+    try {
+      got = tmpl.render(c["messages"], options_of(c));
+    } catch (const Error& e) {
+      std::fprintf(out, "case %s: error: %s\n", name.c_str(), e.what());
+      continue;
+    }
+    if (got == want) {
+      ++matched;
+      continue;
+    }
+    const size_t offset = static_cast<size_t>(
+        std::mismatch(want.begin(), want.begin() + static_cast<long>(std::min(want.size(), got.size())), got.begin()).first -
+        want.begin());
+    std::fprintf(out, "case %s: first difference at byte %zu (expected %zu bytes, got %zu)\n  expected: %s\n  got:      %s\n",
+                 name.c_str(), offset, want.size(), got.size(), context(want, offset).c_str(), context(got, offset).c_str());
+  }
+  std::fprintf(out, "chat template: %zu/%zu cases match\n", matched, cases.size());
+  return matched == cases.size() ? 0 : 1;
+}
+
+}  // namespace qwen3::cli

@@ -1,0 +1,17 @@
+// `qwen3 verify`: compares the chat template's renderings with Hugging Face's reference cases.
+#pragma once
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "qwen3/chat.h"
+
+namespace qwen3::cli {
+
+// `reference` is reference/chat_template.json ({"cases": [...]}); ordered, because tool schemas
+// must keep their key order to render as Hugging Face did. Prints the first differing byte of each
+// mismatch with context, then "chat template: N/M cases match". Returns 0 when all match, else 1.
+int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out);
+
+}  // namespace qwen3::cli
