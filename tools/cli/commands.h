@@ -11,5 +11,6 @@ void add_random_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
+void add_serve_command(CLI::App& app);  // tools/server
 
 }  // namespace qwen3::cli
