@@ -20,6 +20,8 @@ async function streamIds(prompt, signal) {
 }
 
 test('16 concurrent streams equal their solo results; aborted clients free their slots', async () => {
+  const generatedSoFar = async () =>
+    Number((await (await fetch(server.url + '/metrics')).text()).match(/^qwen3_generation_tokens_total (\d+)/m)[1]);
   const solo = [];
   for (const p of prompts) solo.push(idsOfCompletion((await client.completions.create(body(p))).choices[0]));
 
@@ -30,11 +32,11 @@ test('16 concurrent streams equal their solo results; aborted clients free their
                                                    { signal: controller.signal });
     try { for await (const _ of stream) { controller.abort(); } } catch { /* the abort itself */ }
   });
+  const before = await generatedSoFar();
   const results = await Promise.all(prompts.map((p) => streamIds(p)));
   await Promise.all(aborted);
   results.forEach((ids, i) => assert.deepEqual(ids, solo[i], `stream ${i}`));
 
-  // The aborted requests were cancelled, not generated to their 400 tokens.
   let active = -1;
   for (let tries = 0; tries < 50 && active !== 0; ++tries) {
     const metrics = await (await fetch(server.url + '/metrics')).text();
@@ -42,6 +44,9 @@ test('16 concurrent streams equal their solo results; aborted clients free their
     if (active) await new Promise((r) => setTimeout(r, 100));
   }
   assert.equal(active, 0);
+  // The aborted requests were cancelled early: far fewer than their 4 x 400 tokens were generated.
+  const generated = (await generatedSoFar()) - before;
+  assert.ok(generated < 16 * 12 + 4 * 100, `generated ${generated} tokens`);
 });
 
 test('a burst over --max-seqs + --max-queue gets 429s, the rest complete', async () => {

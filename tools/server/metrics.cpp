@@ -30,10 +30,14 @@ void Metrics::generated(int tokens) {
   recent_.emplace_back(Clock::now(), tokens);
 }
 
-void Metrics::load(size_t queued, size_t active) {
+void Metrics::queued(size_t requests) {
   std::lock_guard lock(mutex_);
-  queued_ = queued;
-  active_ = active;
+  queued_ = requests;
+}
+
+void Metrics::active(size_t requests) {
+  std::lock_guard lock(mutex_);
+  active_ = requests;
 }
 
 std::string Metrics::render() const {

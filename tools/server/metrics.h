@@ -17,7 +17,8 @@ class Metrics {
   void finished(int prompt_tokens, int completion_tokens);  // a generation that ran
   void first_token(double seconds);                  // time from arrival to the first new token
   void generated(int tokens);                        // new tokens of one engine step
-  void load(size_t queued, size_t active);
+  void queued(size_t requests);                      // waiting for a slot
+  void active(size_t requests);                      // being generated
   std::string render() const;
 
  private:

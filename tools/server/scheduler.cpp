@@ -73,6 +73,7 @@ std::shared_ptr<Job> Scheduler::submit(std::vector<TokenId> prompt, GenerationOp
       throw ApiError(429, "too many requests queued (" + std::to_string(queue_.size()) + "); try again later", "",
                      "rate_limit_exceeded");
     queue_.push_back(job);
+    metrics_.queued(queue_.size());
   }
   wake_.notify_one();
   return job;
@@ -91,7 +92,7 @@ void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
       job->finish(FinishReason::none, 0, 0, e.what());
     }
   }
-  metrics_.load(queue_.size(), active.size());
+  metrics_.queued(queue_.size());
 }
 
 void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
@@ -139,6 +140,7 @@ void Scheduler::loop() {
       return true;
     });
     if (!active.empty()) step(active);
+    metrics_.active(active.size());
   }
   for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, "the server is shutting down");
 }
