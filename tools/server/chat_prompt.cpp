@@ -34,9 +34,9 @@ bool is_control(const Tokenizer& tokenizer, TokenId id) {
 
 }  // namespace
 
-ChatPrompt tokenize_chat(const ChatTemplate& chat, const Tokenizer& tokenizer, const nlohmann::json& messages,
+ChatPrompt tokenize_chat(const ChatTemplate& chat, const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
                          const ChatOptions& options) {
-  nlohmann::json masked = messages;
+  nlohmann::ordered_json masked = messages;
   std::vector<std::string> contents;
   for (auto& m : masked)
     if (is_placeholdered(m)) {

@@ -17,7 +17,7 @@ struct ChatPrompt {
 };
 
 // `messages` are OpenAI messages whose "content" (and "reasoning_content") are strings.
-ChatPrompt tokenize_chat(const ChatTemplate& chat, const Tokenizer& tokenizer, const nlohmann::json& messages,
+ChatPrompt tokenize_chat(const ChatTemplate& chat, const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
                          const ChatOptions& options);
 
 }  // namespace qwen3::server

@@ -14,7 +14,8 @@
 
 namespace qwen3::server {
 
-using nlohmann::json;
+// Ordered: tool definitions reach the template, and so the prompt, in the client's key order (as HF).
+using json = nlohmann::ordered_json;
 
 namespace {
 
