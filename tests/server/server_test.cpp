@@ -235,5 +235,22 @@ TEST(Scheduler, QueueLimitIs429) {
   for (auto& j : jobs) j->cancel();
 }
 
+// A request that times out while still queued must end, or its HTTP thread would wait forever.
+TEST(Scheduler, CancelledWhileQueuedStillFinishes) {
+  auto model = Model::load(test::tiny_model(), {1, "auto"});
+  Metrics metrics;
+  GenerationOptions options;
+  options.max_tokens = 40;
+  Scheduler scheduler(*model, served().tokenizer, {1, 64, 4, 256}, metrics);
+  auto running = scheduler.submit({1, 2}, options);
+  auto queued = scheduler.submit({3, 4}, options);
+  queued->cancel();
+  Job::Update update;
+  for (int i = 0; i < 100 && !update.finished; ++i) update = queued->wait(std::chrono::milliseconds(100));
+  EXPECT_TRUE(update.finished);
+  EXPECT_EQ(update.completion_tokens, 0);
+  running->cancel();
+}
+
 }  // namespace
 }  // namespace qwen3::server

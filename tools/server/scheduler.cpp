@@ -35,6 +35,13 @@ void Job::finish(FinishReason reason, int prompt_tokens, int completion_tokens, 
   cv_.notify_all();
 }
 
+// A request cancelled before it ran still ends, so whoever waits on it (a timed-out request) returns.
+bool Job::finish_if_cancelled() {
+  if (!cancelled_) return false;
+  finish(FinishReason::length, static_cast<int>(prompt_.size()), 0);
+  return true;
+}
+
 // A running request. The Sequence comes first: the Generation holds a reference to it.
 struct Scheduler::Active {
   Active(const Model& model, const Tokenizer& tokenizer, int context, std::shared_ptr<Job> j)
@@ -67,8 +74,8 @@ std::shared_ptr<Job> Scheduler::submit(std::vector<TokenId> prompt, GenerationOp
   auto job = std::make_shared<Job>(std::move(prompt), std::move(options));
   {
     std::lock_guard lock(mutex_);
-    // Requests whose clients left while waiting don't count against the limit.
-    std::erase_if(queue_, [](auto& j) { return j->cancelled_.load(); });
+    // Requests whose clients left (or timed out) while waiting don't count against the limit.
+    std::erase_if(queue_, [](auto& j) { return j->finish_if_cancelled(); });
     if (queue_.size() >= options_.max_queue)
       throw ApiError(429, "too many requests queued (" + std::to_string(queue_.size()) + "); try again later", "",
                      "rate_limit_exceeded");
@@ -83,7 +90,7 @@ void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
   while (active.size() < size_t(options_.max_seqs) && !queue_.empty()) {
     auto job = std::move(queue_.front());
     queue_.pop_front();
-    if (job->cancelled_) continue;
+    if (job->finish_if_cancelled()) continue;
     try {
       auto a = std::make_unique<Active>(model_, tokenizer_, options_.context, job);
       if (a->generation.done()) a->finish(metrics_);  // max_tokens 0

@@ -45,6 +45,7 @@ class Job {
   friend class Scheduler;
   void push(GeneratedToken token);
   void finish(FinishReason reason, int prompt_tokens, int completion_tokens, std::string error = "");
+  bool finish_if_cancelled();  // true when it was cancelled (and is now finished)
 
   std::vector<TokenId> prompt_;
   GenerationOptions options_;
