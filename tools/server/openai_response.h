@@ -1,0 +1,53 @@
+// OpenAI response bodies and SSE chunks for one request, built as its tokens arrive.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qwen3/generation.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+#include "server/reasoning.h"
+
+namespace qwen3::server {
+
+struct Usage {
+  int prompt_tokens = 0, completion_tokens = 0;
+};
+
+// The same calls serve streaming (send what each returns as SSE chunks) and non-streaming
+// (ignore the chunks, then send body()).
+class Reply {
+ public:
+  Reply(const ApiRequest& request, const Tokenizer& tokenizer, std::string model_name);
+
+  std::vector<nlohmann::json> start();  // chat: the chunk announcing the assistant role
+  std::vector<nlohmann::json> on_token(const GeneratedToken& token);
+  std::vector<nlohmann::json> on_finish(FinishReason reason, Usage usage);  // incl. the usage chunk if asked
+  nlohmann::json body() const;  // the whole non-streaming response, after on_finish
+
+ private:
+  nlohmann::json chunk(nlohmann::json choice) const;
+  nlohmann::json text_choice(const ThinkSplitter::Piece& piece, nlohmann::json logprobs) const;
+  nlohmann::json logprob_entry(const GeneratedToken& token);  // and appends it to the totals
+  nlohmann::json usage_json() const;
+
+  const ApiRequest& request_;
+  const Tokenizer& tokenizer_;
+  std::string model_, id_;
+  int64_t created_;
+  ThinkSplitter splitter_;
+  std::string content_, reasoning_;
+  nlohmann::json logprobs_;  // accumulated in the endpoint's own logprobs shape
+  size_t text_offset_ = 0;   // completions' text_offset of the next token
+  FinishReason finish_ = FinishReason::none;
+  Usage usage_;
+};
+
+nlohmann::json error_body(const ApiError& error);
+std::string sse_event(const nlohmann::json& data);  // "data: {...}\n\n"
+std::string dump(const nlohmann::json& j);          // invalid UTF-8 replaced, never throws
+
+}  // namespace qwen3::server

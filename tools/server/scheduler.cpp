@@ -1,0 +1,155 @@
+// Continuous batching: requests join at the next step and leave when done, all in one Model::step.
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+#include "server/api_error.h"
+
+namespace qwen3::server {
+
+Job::Job(std::vector<TokenId> prompt, GenerationOptions options) : prompt_(std::move(prompt)), options_(std::move(options)) {}
+
+Job::Update Job::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  cv_.wait_for(lock, timeout, [&] { return pending_.finished || !pending_.tokens.empty(); });
+  Update out = std::move(pending_);
+  pending_.tokens.clear();
+  pending_.finished = out.finished;  // stays finished for later waits
+  pending_.reason = out.reason;
+  return out;
+}
+
+void Job::push(GeneratedToken token) {
+  std::lock_guard lock(mutex_);
+  pending_.tokens.push_back(std::move(token));
+  cv_.notify_all();
+}
+
+void Job::finish(FinishReason reason, int prompt_tokens, int completion_tokens, std::string error) {
+  std::lock_guard lock(mutex_);
+  pending_.finished = true;
+  pending_.reason = reason;
+  pending_.prompt_tokens = prompt_tokens;
+  pending_.completion_tokens = completion_tokens;
+  pending_.error = std::move(error);
+  cv_.notify_all();
+}
+
+// A request cancelled before it ran still ends, so whoever waits on it (a timed-out request) returns.
+bool Job::finish_if_cancelled() {
+  if (!cancelled_) return false;
+  finish(FinishReason::length, static_cast<int>(prompt_.size()), 0);
+  return true;
+}
+
+// A running request. The Sequence comes first: the Generation holds a reference to it.
+struct Scheduler::Active {
+  Active(const Model& model, const Tokenizer& tokenizer, int context, std::shared_ptr<Job> j)
+      : job(std::move(j)), sequence(model, context), generation(sequence, tokenizer, job->prompt_, job->options_) {}
+  std::shared_ptr<Job> job;
+  Sequence sequence;
+  Generation generation;
+  bool first_token = true;
+
+  void finish(Metrics& metrics) {
+    metrics.finished(generation.prompt_tokens(), generation.completion_tokens());
+    job->finish(generation.finish_reason(), generation.prompt_tokens(), generation.completion_tokens());
+  }
+};
+
+Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, SchedulerOptions options, Metrics& metrics)
+    : model_(model), tokenizer_(tokenizer), options_(options), metrics_(metrics), thread_([this] { loop(); }) {}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  for (auto& job : queue_) job->finish(FinishReason::none, 0, 0, "the server is shutting down");
+}
+
+std::shared_ptr<Job> Scheduler::submit(std::vector<TokenId> prompt, GenerationOptions options) {
+  auto job = std::make_shared<Job>(std::move(prompt), std::move(options));
+  {
+    std::lock_guard lock(mutex_);
+    // Requests whose clients left (or timed out) while waiting don't count against the limit.
+    std::erase_if(queue_, [](auto& j) { return j->finish_if_cancelled(); });
+    if (queue_.size() >= options_.max_queue)
+      throw ApiError(429, "too many requests queued (" + std::to_string(queue_.size()) + "); try again later", "",
+                     "rate_limit_exceeded");
+    queue_.push_back(job);
+    metrics_.queued(queue_.size());
+  }
+  wake_.notify_one();
+  return job;
+}
+
+void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
+  while (active.size() < size_t(options_.max_seqs) && !queue_.empty()) {
+    auto job = std::move(queue_.front());
+    queue_.pop_front();
+    if (job->finish_if_cancelled()) continue;
+    try {
+      auto a = std::make_unique<Active>(model_, tokenizer_, options_.context, job);
+      if (a->generation.done()) a->finish(metrics_);  // max_tokens 0
+      else active.push_back(std::move(a));
+    } catch (const std::exception& e) {  // request parsing validated it; this is a last line
+      job->finish(FinishReason::none, 0, 0, e.what());
+    }
+  }
+  metrics_.queued(queue_.size());
+}
+
+void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
+  std::vector<BatchItem> batch;
+  for (auto& a : active) batch.push_back({&a->sequence, a->generation.next_input(options_.chunk), false});
+  std::vector<std::vector<float>> logits;
+  try {
+    logits = model_.step(batch);
+  } catch (const std::exception& e) {
+    for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, e.what());
+    active.clear();
+    return;
+  }
+  int generated = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    Active& a = *active[i];
+    auto token = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits[i]);
+    if (!token) continue;
+    ++generated;
+    if (a.first_token) {
+      metrics_.first_token(std::chrono::duration<double>(Job::Clock::now() - a.job->arrived_).count());
+      a.first_token = false;
+    }
+    a.job->push(std::move(*token));
+    if (a.generation.done()) a.finish(metrics_);
+  }
+  std::erase_if(active, [](auto& a) { return a->generation.done(); });
+  metrics_.generated(generated);
+}
+
+void Scheduler::loop() {
+  std::vector<std::unique_ptr<Active>> active;
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !active.empty(); });
+      if (stopping_) break;
+      admit(active);
+    }
+    // A client that left frees its slot before the next step.
+    std::erase_if(active, [&](auto& a) {
+      if (!a->job->cancelled_) return false;
+      a->generation.cancel();
+      a->finish(metrics_);
+      return true;
+    });
+    if (!active.empty()) step(active);
+    metrics_.active(active.size());
+  }
+  for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, "the server is shutting down");
+}
+
+}  // namespace qwen3::server
