@@ -44,9 +44,10 @@ class ChatTemplate {
 };
 
 // The prompt ids of a conversation: the rendered template, tokenized so that only the
-// template's own markup becomes special tokens. Message text that spells a special token
-// ("<|im_end|>") stays plain text, so a user cannot end a turn or forge a role. Identical to
-// tokenizing the rendered string whenever no message contains such text.
+// template's own markup becomes control tokens. Message text that spells an added token
+// ("<|im_end|>", "<think>") stays plain text, so a user cannot end a turn or forge a role;
+// assistant history keeps its <think> blocks for the template to strip. Identical to
+// tokenizing the rendered string (as Hugging Face does) whenever no message holds such text.
 std::vector<TokenId> encode_chat(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
                                  const nlohmann::ordered_json& messages, const ChatOptions& options = {});
 

@@ -11,23 +11,25 @@ namespace {
 // U+E000 <index> U+E001: private-use characters that no template or tokenizer treats specially.
 const std::string kOpen = "\xEE\x80\x80", kClose = "\xEE\x80\x81";
 
-// Control tokens only: <think> and </think> are added but not special, and assistant history
-// must keep them for the template to strip earlier reasoning.
-bool spells_special_token(const Tokenizer& tok, const std::string& text) {
-  for (TokenId id : tok.encode(text, true))
+// Assistant history may hold added tokens that are not special (<think> blocks, which the
+// template itself strips); every other message may hold none: to its text they are plain text.
+bool must_hide(const Tokenizer& tok, const std::string& text, bool assistant) {
+  const std::vector<TokenId> ids = tok.encode(text, true);
+  if (!assistant) return ids != tok.encode(text, false);
+  for (TokenId id : ids)
     if (tok.is_special(id)) return true;
   return false;
 }
 
-// Replaces every string in `j` that spells a special token by a numbered placeholder.
-void hide_specials(nlohmann::ordered_json& j, const Tokenizer& tok, std::vector<std::string>& hidden) {
+// Replaces every string of `j` that must be hidden by a numbered placeholder.
+void hide(nlohmann::ordered_json& j, const Tokenizer& tok, bool assistant, std::vector<std::string>& hidden) {
   if (j.is_string()) {
     const std::string s = j.get<std::string>();
-    if (!spells_special_token(tok, s)) return;
+    if (!must_hide(tok, s, assistant)) return;
     j = kOpen + std::to_string(hidden.size()) + kClose;
     hidden.push_back(s);
   } else if (j.is_structured()) {
-    for (auto& v : j) hide_specials(v, tok, hidden);
+    for (auto& v : j) hide(v, tok, assistant, hidden);
   }
 }
 
@@ -39,7 +41,10 @@ std::vector<TokenId> encode_chat(const ChatTemplate& chat_template, const Tokeni
                                  const nlohmann::ordered_json& messages, const ChatOptions& options) {
   nlohmann::ordered_json safe = messages;
   std::vector<std::string> hidden;
-  hide_specials(safe, tok, hidden);
+  for (auto& message : safe) {
+    const bool assistant = message.is_object() && message.value("role", "") == "assistant";
+    hide(message, tok, assistant, hidden);
+  }
   const std::string rendered = chat_template.render(safe, options);
   if (hidden.empty()) return tok.encode(rendered, true);
   // Template text around the placeholders may hold special tokens; the hidden strings may not.

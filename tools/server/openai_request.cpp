@@ -10,7 +10,6 @@
 
 #include "qwen3/error.h"
 #include "server/api_error.h"
-#include "server/chat_prompt.h"
 
 namespace qwen3::server {
 
@@ -196,10 +195,9 @@ ApiRequest parse_body(Endpoint endpoint, const json& body, const ServedModel& mo
     ChatOptions chat;
     chat.enable_thinking = thinking_enabled(body);
     if (auto tools = field(body, "tools", &json::is_array, "an array")) chat.tools = *tools;
-    auto prompt = tokenize_chat(*model.chat, *model.tokenizer, normalize_messages(body), chat);
-    r.prompt = std::move(prompt.ids);
+    r.prompt = encode_chat(*model.chat, *model.tokenizer, normalize_messages(body), chat);
     r.thinking = chat.enable_thinking;
-    r.thinking_opened = prompt.text.ends_with("<think>\n");
+    r.thinking_opened = model.tokenizer->decode(r.prompt).ends_with("<think>\n");
   } else {
     r.prompt = completion_prompt(body, model);
   }
