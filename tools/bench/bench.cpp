@@ -1,7 +1,5 @@
 // `qwen3 bench`: prompt-processing and generation speed in the spirit of llama-bench, with the
 // achieved weight-read bandwidth, time to first token, load time and peak RSS.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -12,21 +10,12 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/measure.h"
 #include "qwen3/model.h"
 
 namespace qwen3::cli {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1024.0;
-}
 
 struct Stats {
   double mean = 0, sd = 0, median = 0;
@@ -135,9 +124,9 @@ void add_bench_command(CLI::App& app) {
       report["model"] = model->config().summary(model->name());
       report["gb_per_token"] = gb_per_token;
     }
-    report["peak_rss_mb"] = peak_rss_mb();
+    report["peak_rss_mb"] = peak_rss_bytes() / 1048576;
     if (a->json) std::printf("%s\n", report.dump(2).c_str());
-    else std::printf("peak RSS %.0f MB\n", peak_rss_mb());
+    else std::printf("peak RSS %.0f MB\n", peak_rss_bytes() / 1048576);
   });
 }
 

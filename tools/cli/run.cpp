@@ -1,6 +1,5 @@
 // `qwen3 run MODEL "prompt"`: one completion, streamed, with the model summary and timings.
 // The generated text goes to stdout; the summary, timings and --show-probs tables to stderr.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +9,7 @@
 #include <iterator>
 
 #include "cli/commands.h"
+#include "cli/measure.h"
 #include "cli/model_path.h"
 #include "cli/sampling_flags.h"
 #include "qwen3/chat.h"
@@ -19,15 +19,6 @@
 namespace qwen3::cli {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double peak_rss_gb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss / 1048576.0;
-}
 
 // A token as a reader sees it: its text with whitespace made visible.
 std::string show_token(const Tokenizer& tok, TokenId id) {
@@ -77,7 +68,7 @@ void add_run_command(CLI::App& app) {
     auto tokenizer_loading = std::async(std::launch::async, [&] { return Tokenizer::load(dir); });
     auto model = Model::load(dir, {a->threads, a->isa});
     auto tokenizer = tokenizer_loading.get();
-    const double load_s = since(t_load);
+    const double load_s = seconds_since(t_load);
     GenerationOptions options = a->sampling.options(dir, model->config().eos_token_id);
     options.top_logprobs = a->show_probs;
 
@@ -112,7 +103,7 @@ void add_run_command(CLI::App& app) {
     double first_s = 0;
     int step = 0;
     generate(*model, g, [&](const GeneratedToken& t) {
-      if (step++ == 0) first_s = since(t0);
+      if (step++ == 0) first_s = seconds_since(t0);
       std::fputs(t.text.c_str(), stdout);
       std::fflush(stdout);
       if (a->show_probs) {
@@ -125,7 +116,7 @@ void add_run_command(CLI::App& app) {
         std::fprintf(stderr, "\n%s\n", row.c_str());
       }
     });
-    const double total_s = since(t0);
+    const double total_s = seconds_since(t0);
     std::fputs("\n", stdout);
     std::fflush(stdout);
     const int n = g.completion_tokens(), p = g.prompt_tokens();
@@ -135,7 +126,7 @@ void add_run_command(CLI::App& app) {
     std::fprintf(stderr, "Time:    load %.3f s | prefill %d tokens, first token %.0f ms (%.1f tok/s) | decode %d tokens %.3f s (%.1f tok/s) | total %.3f s\n",
                  load_s, p, first_s * 1e3, p / first_s, n > 1 ? n - 1 : 0, decode_s, n > 1 ? (n - 1) / decode_s : 0.0,
                  load_s + total_s);
-    std::fprintf(stderr, "Memory:  peak RSS %.2f GB, KV cache %.1f MB\n", peak_rss_gb(), seq.bytes() / 1e6);
+    std::fprintf(stderr, "Memory:  peak RSS %.2f GB, KV cache %.1f MB\n", peak_rss_bytes() / 1e9, seq.bytes() / 1e6);
   });
 }
 
