@@ -3,6 +3,7 @@
 #pragma once
 
 #include <climits>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -22,6 +23,10 @@ struct GenerationOptions {
   int top_logprobs = 0;            // how many alternatives to report per token (0..20)
   void validate() const;           // throws Error(invalid_argument)
 };
+
+// The tokens that end a generation: config.json's eos_token_id and generation_config.json's
+// (Qwen3: <|im_end|> 151645 and <|endoftext|> 151643).
+std::vector<TokenId> eos_tokens(const std::filesystem::path& model_dir, const ModelConfig& config);
 
 enum class FinishReason { none, eos, stop, length };
 const char* finish_reason_name(FinishReason reason);  // "stop" for eos and stop strings, "length"

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "qwen3/error.h"
 
@@ -15,6 +18,19 @@ void GenerationOptions::validate() const {
     throw Error(ErrorKind::invalid_argument, "top_logprobs must be between 0 and 20, got " + std::to_string(top_logprobs));
   for (auto& s : stop)
     if (s.empty()) throw Error(ErrorKind::invalid_argument, "stop strings must not be empty");
+}
+
+std::vector<TokenId> eos_tokens(const std::filesystem::path& model_dir, const ModelConfig& config) {
+  std::vector<TokenId> eos(config.eos_token_id.begin(), config.eos_token_id.end());
+  std::ifstream in(model_dir / "generation_config.json");
+  auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  if (j.is_object() && j.contains("eos_token_id")) {
+    auto ids = j["eos_token_id"].is_array() ? j["eos_token_id"] : nlohmann::json::array({j["eos_token_id"]});
+    for (auto& id : ids)
+      if (id.is_number_integer() && std::find(eos.begin(), eos.end(), id.get<TokenId>()) == eos.end())
+        eos.push_back(id.get<TokenId>());
+  }
+  return eos;
 }
 
 const char* finish_reason_name(FinishReason reason) {

@@ -16,6 +16,7 @@
 #include "server/openai_response.h"
 #include "server/reasoning.h"
 #include "server/scheduler.h"
+#include "qwen3/generation.h"
 #include "test_paths.h"
 
 namespace qwen3::server {
@@ -93,7 +94,7 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
 
 TEST(EosIds, GenerationConfigListPlusConfig) {
   auto config = ModelConfig::load(test::tiny_model());
-  EXPECT_EQ(eos_ids(test::tiny_model(), config), (std::vector<TokenId>{151645, 151643}));
+  EXPECT_EQ(eos_tokens(test::tiny_model(), config), (std::vector<TokenId>{151645, 151643}));
 }
 
 std::pair<std::string, std::string> split_all(ThinkSplitter s, const std::vector<std::string>& pieces) {

@@ -99,7 +99,7 @@ void add_chat_command(CLI::App& app) {
     auto tokenizer = Tokenizer::load(dir);
     auto tmpl = ChatTemplate::load(dir);
     const bool tty_in = isatty(0), colour = isatty(1);
-    const GenerationOptions options = a->sampling.options(dir, model->config().eos_token_id);
+    const GenerationOptions options = a->sampling.options(dir, model->config());
     std::signal(SIGINT, on_sigint);
 
     Sequence seq(*model, std::min(a->ctx, model->config().max_position_embeddings));

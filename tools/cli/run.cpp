@@ -69,7 +69,7 @@ void add_run_command(CLI::App& app) {
     auto model = Model::load(dir, {a->threads, a->isa});
     auto tokenizer = tokenizer_loading.get();
     const double load_s = seconds_since(t_load);
-    GenerationOptions options = a->sampling.options(dir, model->config().eos_token_id);
+    GenerationOptions options = a->sampling.options(dir, model->config());
     options.top_logprobs = a->show_probs;
 
     std::vector<TokenId> ids;

@@ -1,8 +1,6 @@
 // The sampling and generation flags that `run` and `chat` share.
 #include "cli/sampling_flags.h"
 
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 
 namespace qwen3::cli {
@@ -20,24 +18,7 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--stop", stop, "Stop string (repeatable); generation ends before it");
 }
 
-std::vector<int> generation_eos(const std::filesystem::path& dir, const std::vector<int>& config_eos) {
-  std::ifstream in(dir / "generation_config.json");
-  if (in) {
-    auto j = nlohmann::json::parse(in, nullptr, false);
-    if (j.is_object() && j.contains("eos_token_id")) {
-      std::vector<int> ids;
-      auto& e = j["eos_token_id"];
-      if (e.is_number_integer()) ids.push_back(e.get<int>());
-      if (e.is_array())
-        for (auto& v : e)
-          if (v.is_number_integer()) ids.push_back(v.get<int>());
-      if (!ids.empty()) return ids;
-    }
-  }
-  return config_eos;
-}
-
-GenerationOptions SamplingFlags::options(const std::filesystem::path& dir, const std::vector<int>& eos) const {
+GenerationOptions SamplingFlags::options(const std::filesystem::path& dir, const ModelConfig& config) const {
   GenerationOptions o;
   o.sampling = SamplingParams::from_generation_config(dir);
   if (temperature) o.sampling.temperature = *temperature;
@@ -50,7 +31,7 @@ GenerationOptions SamplingFlags::options(const std::filesystem::path& dir, const
   o.sampling.seed = seed ? *seed : std::random_device{}();
   o.max_tokens = max_tokens;
   o.stop = stop;
-  for (int id : generation_eos(dir, eos)) o.eos.push_back(id);
+  o.eos = eos_tokens(dir, config);
   o.validate();
   return o;
 }

@@ -21,10 +21,7 @@ struct SamplingFlags {
 
   void add_to(CLI::App& cmd);
   // generation_config.json's defaults, overridden by the flags given; eos ids from the model.
-  GenerationOptions options(const std::filesystem::path& model_dir, const std::vector<int>& eos) const;
+  GenerationOptions options(const std::filesystem::path& model_dir, const ModelConfig& config) const;
 };
-
-// Eos ids of generation_config.json (falling back to config.json's).
-std::vector<int> generation_eos(const std::filesystem::path& model_dir, const std::vector<int>& config_eos);
 
 }  // namespace qwen3::cli

@@ -233,19 +233,4 @@ ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedM
   }
 }
 
-std::vector<TokenId> eos_ids(const std::filesystem::path& model_dir, const ModelConfig& config) {
-  std::vector<TokenId> eos(config.eos_token_id.begin(), config.eos_token_id.end());
-  std::ifstream in(model_dir / "generation_config.json");
-  if (in) {
-    json j = json::parse(in, nullptr, false);
-    if (j.is_object() && j.contains("eos_token_id")) {
-      json ids = j["eos_token_id"].is_array() ? j["eos_token_id"] : json::array({j["eos_token_id"]});
-      for (auto& id : ids)
-        if (id.is_number_integer() && std::find(eos.begin(), eos.end(), id.get<TokenId>()) == eos.end())
-          eos.push_back(id.get<TokenId>());
-    }
-  }
-  return eos;
-}
-
 }  // namespace qwen3::server

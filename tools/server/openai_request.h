@@ -41,7 +41,5 @@ struct ApiRequest {
 // Throws ApiError (400) naming the offending field.
 ApiRequest parse_request(Endpoint endpoint, std::string_view body, const ServedModel& model);
 
-// End-of-generation ids: generation_config.json's eos_token_id (an id or a list) and config.json's.
-std::vector<TokenId> eos_ids(const std::filesystem::path& model_dir, const ModelConfig& config);
 
 }  // namespace qwen3::server

@@ -4,6 +4,8 @@
 
 #include "cli/commands.h"
 #include "qwen3/chat.h"
+#include "cli/model_path.h"
+#include "qwen3/generation.h"
 #include "qwen3/model.h"
 #include "qwen3/sampler.h"
 #include "qwen3/tokenizer.h"
@@ -23,7 +25,7 @@ void add_serve_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (chat and completions, streaming)");
-  cmd->add_option("model", args->model, "Model folder")->required();
+  cmd->add_option("model", args->model, "Model folder, or a Hub id in the Hugging Face cache")->required();
   cmd->add_option("--host", args->http.host, "Address to bind (127.0.0.1: this machine only)");
   cmd->add_option("--port", args->http.port, "Port (0 = any free port, printed)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", args->http.api_key, "Require 'Authorization: Bearer KEY' on /v1/*");
@@ -40,15 +42,16 @@ void add_serve_command(CLI::App& app) {
   cmd->callback([args] {
     // A client that hangs up mid-write must fail that write, not kill the server.
     std::signal(SIGPIPE, SIG_IGN);
-    auto model = Model::load(args->model, {args->threads, args->isa});
-    auto tokenizer = Tokenizer::load(args->model);
-    auto chat = ChatTemplate::load(args->model);
+    const auto dir = cli::resolve_model(args->model);
+    auto model = Model::load(dir, {args->threads, args->isa});
+    auto tokenizer = Tokenizer::load(dir);
+    auto chat = ChatTemplate::load(dir);
     server::ServedModel served;
     served.name = args->name.empty() ? model->name() : args->name;
     served.tokenizer = &tokenizer;
     served.chat = &chat;
-    served.defaults = SamplingParams::from_generation_config(args->model);
-    served.eos = server::eos_ids(args->model, model->config());
+    served.defaults = SamplingParams::from_generation_config(dir);
+    served.eos = eos_tokens(dir, model->config());
     served.context = std::min(args->ctx, model->config().max_position_embeddings);
     served.vocab_size = model->config().vocab_size;
     args->scheduler.context = served.context;
