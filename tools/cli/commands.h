@@ -10,5 +10,7 @@ void add_verify_command(CLI::App& app);
 void add_random_model_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
+void add_quant_eval_command(CLI::App& app);
 
 }  // namespace qwen3::cli
