@@ -22,8 +22,9 @@ namespace qwen3::cpu {
 template <class S, DType W>
 struct QuantDot;
 
-// q8_0: with VNNI, x + 128 is the unsigned operand and -128 * sum(w) (once per weight block,
-// shared by every token) corrects it. Without, |w| x (x * sign w) keeps maddubs from saturating.
+// q8_0: with VNNI, w + 128 is the unsigned operand and -128 * sum(x) (once per activation block,
+// shared by every weight row of a tile) corrects it. Without, |w| x (x * sign w) keeps maddubs'
+// int16 pairs from saturating.
 template <class S>
 struct QuantDot<S, DType::q8_0> {
   using I = typename S::I;
@@ -32,19 +33,19 @@ struct QuantDot<S, DType::q8_0> {
     I a, b;
   };
   struct Xp {
-    I x;
+    I x, corr;
   };
   static Wp prep_w(const uint8_t* p, int nblk) {
     const I w = S::load_q8(p, nblk);
-    if constexpr (S::vnni) return {w, S::neg32(S::udot(S::splat8(-128), w, S::zero_i()))};
+    if constexpr (S::vnni) return {S::xor80(w), w};
     else return {S::abs8(w), w};
   }
   static Xp prep_x(I x) {
-    if constexpr (S::vnni) return {S::xor80(x)};
-    else return {x};
+    if constexpr (S::vnni) return {x, S::neg32(S::udot(S::splat8(-128), x, S::zero_i()))};
+    else return {x, x};
   }
   static I dot(const Wp& w, const Xp& x) {
-    if constexpr (S::vnni) return S::udot(x.x, w.a, w.b);
+    if constexpr (S::vnni) return S::udot(w.a, x.x, x.corr);
     else return S::udot(w.a, S::sign8(x.x, w.b), S::zero_i());
   }
 };
