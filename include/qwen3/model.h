@@ -40,6 +40,10 @@ struct ModelConfig {
 struct LoadOptions {
   int threads = 0;          // 0 = one per core
   std::string isa = "auto";  // "auto", "avx512", "avx2" or "scalar" (the plain reference kernels)
+  // "q8" or "q4": quantize float weights at load time (into owned memory) as `qwen3 quantize`
+  // would write them; "" uses the folder's weights as they are (a quantized folder is mapped).
+  std::string quant = "";
+  bool keep_head = false;  // with quant: leave embed_tokens and lm_head in their file dtype
 };
 
 class Model;

@@ -8,15 +8,33 @@
 
 namespace qwen3 {
 
-enum class DType { f32, f16, bf16 };
+// q8_0 and q4_0 hold blocks of 32 values with one scale each; their layout is in io/quant_blocks.h.
+enum class DType { f32, f16, bf16, q8_0, q4_0 };
 
-inline size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+inline bool is_block_quantized(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+
+// Values per block of a block-quantized dtype; a row's length must be a multiple of it.
+constexpr int kQuantBlock = 32;
+
+// Bytes of one row of `cols` values. Block-quantized dtypes need cols % kQuantBlock == 0.
+inline size_t row_bytes(DType t, size_t cols) {
+  switch (t) {
+    case DType::f32: return 4 * cols;
+    case DType::f16:
+    case DType::bf16: return 2 * cols;
+    case DType::q8_0: return cols / kQuantBlock * (2 + kQuantBlock);      // f16 scale + 32 int8
+    case DType::q4_0: return cols / kQuantBlock * (2 + kQuantBlock / 2);  // f16 scale + 32 nibbles
+  }
+  return 0;
+}
 
 inline const char* dtype_name(DType t) {
   switch (t) {
     case DType::f32: return "f32";
     case DType::f16: return "f16";
     case DType::bf16: return "bf16";
+    case DType::q8_0: return "q8_0";
+    case DType::q4_0: return "q4_0";
   }
   return "?";
 }

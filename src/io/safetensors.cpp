@@ -21,7 +21,18 @@ DType parse_dtype(const std::string& s, const std::string& file, const std::stri
   if (s == "F32") return DType::f32;
   if (s == "F16") return DType::f16;
   if (s == "BF16") return DType::bf16;
-  fail(ErrorKind::unsupported, file, "tensor " + tensor + ": unsupported dtype " + s + " (supported: BF16, F16, F32)");
+  if (s == "Q8_0") return DType::q8_0;  // block-quantized, see io/quant_blocks.h
+  if (s == "Q4_0") return DType::q4_0;
+  fail(ErrorKind::unsupported, file,
+       "tensor " + tensor + ": unsupported dtype " + s + " (supported: BF16, F16, F32, Q8_0, Q4_0)");
+}
+
+// A quantized folder says so in the metadata; an unknown scheme is refused rather than misread.
+void check_metadata(const nlohmann::json& meta, const std::string& file) {
+  if (!meta.is_object() || !meta.contains("quantization")) return;
+  const auto& q = meta["quantization"];
+  if (!q.is_string() || (q != "q8_0" && q != "q4_0"))
+    fail(ErrorKind::unsupported, file, "unknown quantization " + q.dump() + " in __metadata__ (supported: q8_0, q4_0)");
 }
 
 }  // namespace
@@ -51,7 +62,10 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
   std::vector<TensorView> out;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto& [name, entry] : j.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      check_metadata(entry, file);
+      continue;
+    }
     auto bad = [&](const std::string& what) { fail(ErrorKind::format, file, "tensor " + name + ": " + what); };
     if (!entry.is_object()) bad("entry is not an object");
     if (!entry.contains("dtype") || !entry["dtype"].is_string()) bad("missing dtype");
@@ -77,9 +91,13 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
     if (begin > end || end > data_size)
       bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] outside the data section of " +
           std::to_string(data_size) + " bytes");
-    if (end - begin != numel * dtype_size(t.dtype))
-      bad("holds " + std::to_string(end - begin) + " bytes, but " + t.describe() + " needs " +
-          std::to_string(numel * dtype_size(t.dtype)));
+    const uint64_t cols = t.shape.empty() ? 1 : t.shape.back();
+    if (is_block_quantized(t.dtype) && (t.shape.empty() || cols % kQuantBlock))
+      bad(t.describe() + ": a block-quantized tensor needs its last dimension to be a multiple of " +
+          std::to_string(kQuantBlock));
+    const uint64_t nbytes = cols ? numel / cols * row_bytes(t.dtype, cols) : 0;
+    if (end - begin != nbytes)
+      bad("holds " + std::to_string(end - begin) + " bytes, but " + t.describe() + " needs " + std::to_string(nbytes));
     t.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(begin));
     t.nbytes = end - begin;
     if (t.nbytes) ranges.emplace_back(begin, end);

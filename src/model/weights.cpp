@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "io/quant_blocks.h"
 #include "qwen3/error.h"
 
 namespace qwen3 {
@@ -32,14 +33,10 @@ class Loader {
 
   std::vector<float> vector(const std::string& name, int n) const {
     const auto& t = get(name, {n});
+    if (is_block_quantized(t.dtype))
+      throw Error(ErrorKind::format, t.file + ": tensor " + name + ": expected a float dtype, got " + t.describe());
     std::vector<float> v(n);
-    for (int i = 0; i < n; ++i) {
-      switch (t.dtype) {
-        case DType::f32: v[i] = static_cast<const float*>(t.data)[i]; break;
-        case DType::bf16: v[i] = bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]); break;
-        case DType::f16: v[i] = f16_to_f32(static_cast<const uint16_t*>(t.data)[i]); break;
-      }
-    }
+    dequantize_row(t.dtype, t.data, n, v.data());
     return v;
   }
 
@@ -47,7 +44,7 @@ class Loader {
   const io::SafetensorsArchive& archive_;
 };
 
-uint64_t matrix_bytes(const ops::Matrix& m) { return uint64_t(m.rows) * m.cols * dtype_size(m.dtype); }
+uint64_t matrix_bytes(const ops::Matrix& m) { return uint64_t(m.rows) * row_bytes(m.dtype, m.cols); }
 
 }  // namespace
 
@@ -60,7 +57,7 @@ uint64_t Weights::bytes_per_token() const {
 }
 
 Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c) {
-  Weights w{io::SafetensorsArchive::open(dir), {}, {}, {}, {}};
+  Weights w{io::SafetensorsArchive::open(dir), {}, {}, {}, {}, {}};
   Loader in(w.archive);
   const int D = c.hidden_size, F = c.intermediate_size, Dh = c.head_dim;
   const int q_width = c.num_attention_heads * Dh, kv_width = c.num_key_value_heads * Dh;
@@ -91,6 +88,35 @@ Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c) {
   }
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
   return w;
+}
+
+DType parse_quant_type(std::string_view type) {
+  if (type == "q8") return DType::q8_0;
+  if (type == "q4") return DType::q4_0;
+  throw Error(ErrorKind::invalid_argument, "unknown quantization type \"" + std::string(type) + "\" (q8, q4)");
+}
+
+void quantize_weights(Weights& w, DType to, bool keep_head, ops::Runtime& rt) {
+  auto quantize = [&](ops::Matrix& m) {
+    if (is_block_quantized(m.dtype)) {
+      if (m.dtype == to) return;
+      throw Error(ErrorKind::invalid_argument, std::string("weights are already ") + dtype_name(m.dtype) +
+                                                   ", cannot quantize them to " + dtype_name(to));
+    }
+    if (m.cols % kQuantBlock)
+      throw Error(ErrorKind::unsupported, "cannot quantize a [" + std::to_string(m.rows) + ", " + std::to_string(m.cols) +
+                                              "] matrix: its columns are not a multiple of " + std::to_string(kQuantBlock));
+    auto& bytes = w.quantized.emplace_back(size_t(m.rows) * row_bytes(to, m.cols));
+    ops::quantize(rt, m, to, bytes.data());
+    m = ops::Matrix{to, bytes.data(), m.rows, m.cols};
+  };
+  for (auto& l : w.layers)
+    for (auto* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) quantize(*m);
+  if (keep_head) return;
+  const bool tied = w.lm_head.data == w.embed_tokens.data;
+  quantize(w.embed_tokens);
+  if (tied) w.lm_head = w.embed_tokens;
+  else quantize(w.lm_head);
 }
 
 }  // namespace qwen3

@@ -26,6 +26,7 @@ struct LayerWeights {
 
 struct Weights {
   io::SafetensorsArchive archive;  // owns the memory maps the matrices point into
+  std::vector<std::vector<uint8_t>> quantized;  // matrices quantized at load time point in here
   ops::Matrix embed_tokens;        // [V, D]
   std::vector<LayerWeights> layers;
   std::vector<float> norm;  // [D]
@@ -37,5 +38,12 @@ struct Weights {
 
 // Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype.
 Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config);
+
+// "q8" -> q8_0, "q4" -> q4_0; anything else is an invalid_argument error.
+DType parse_quant_type(std::string_view type);
+
+// Quantizes every float matrix to `to` (q8_0 or q4_0) into owned memory, as `qwen3 quantize`
+// writes them; keep_head leaves embed_tokens and lm_head as they are.
+void quantize_weights(Weights& w, DType to, bool keep_head, ops::Runtime& rt);
 
 }  // namespace qwen3

@@ -12,12 +12,25 @@ namespace qwen3::ops {
 // n range, so results do not change with batching or threading.
 using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy);
 
+// The same contract for block-quantized w (q8_0, q4_0), with x already quantized per row:
+// xq [T, K] int8 and xd [T, K / 32] float scales (io/quant_blocks.h). Each block's integer dot
+// product is exact; the float sum over blocks has the same order for every T and n range.
+using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, int T, int K, const void* w, int n0, int n1,
+                                   float* y, int ldy);
+
 struct KernelTable {
   const char* name;
   MatmulKernel matmul[3];  // indexed by DType: f32, f16, bf16
   float (*dot)(const float* a, const float* b, int n);
   void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
+  QuantMatmulKernel matmul_q8_0 = nullptr;  // filled by each ISA's quant_kernels.cpp
+  QuantMatmulKernel matmul_q4_0 = nullptr;
 };
+
+// The integer kernels of each instruction set, added to its table (the same CPU requirements).
+KernelTable with_reference_quant(KernelTable t);
+KernelTable with_avx2_quant(KernelTable t);
+KernelTable with_avx512_quant(KernelTable t);  // VNNI's dpbusd where the CPU has it
 
 const KernelTable& reference_kernels();  // plain loops: the oracle, and the fallback
 // Only call these where cpu_supports() says so: their code uses the instruction set.

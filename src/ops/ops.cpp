@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/thread_pool.h"
+#include "io/quant_blocks.h"
 #include "ops/kernels.h"
 #include "qwen3/error.h"
 
@@ -17,6 +18,8 @@ class Runtime {
   Runtime(const KernelTable& k, int threads) : kernels(k), pool(threads) {}
   const KernelTable& kernels;
   cpu::ThreadPool pool;
+  std::vector<int8_t> xq;  // [T, K] activations quantized for the integer kernels, reused
+  std::vector<float> xd;   // [T, K / 32] their scales
 };
 
 RuntimePtr make_runtime(std::string_view isa, int threads) {
@@ -35,11 +38,16 @@ void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* o
   for (size_t t = 0; t < ids.size(); ++t) {
     float* row = out + t * D;
     const size_t base = size_t(ids[t]) * D;
+    if (is_block_quantized(table.dtype)) {
+      dequantize_row(table.dtype, static_cast<const uint8_t*>(table.data) + ids[t] * row_bytes(table.dtype, D), D, row);
+      continue;
+    }
     for (int i = 0; i < D; ++i) {
       switch (table.dtype) {
         case DType::f32: row[i] = static_cast<const float*>(table.data)[base + i]; break;
         case DType::bf16: row[i] = bf16_to_f32(static_cast<const uint16_t*>(table.data)[base + i]); break;
         case DType::f16: row[i] = f16_to_f32(static_cast<const uint16_t*>(table.data)[base + i]); break;
+        default: break;  // block-quantized: handled above
       }
     }
   }
@@ -63,16 +71,46 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
   // streams its own contiguous part of the weights.
   constexpr int kRowsPerUnit = 16;
   int units = 0;
-  for (const Product& p : products) units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
+  bool quantized = false;
+  for (const Product& p : products) {
+    units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
+    quantized |= is_block_quantized(p.w.dtype);
+  }
+  if (quantized) {
+    // Each row of x is quantized once here, not once per thread inside the kernel.
+    const int K = products.begin()->w.cols;
+    rt.xq.resize(size_t(T) * K);
+    rt.xd.resize(size_t(T) * K / kQuantBlock);
+    rt.pool.run(T, [&](int b, int e) {
+      for (int t = b; t < e; ++t)
+        quantize_activations(x + size_t(t) * K, K, &rt.xq[size_t(t) * K], &rt.xd[size_t(t) * K / kQuantBlock]);
+    });
+  }
   rt.pool.run(units, [&](int b, int e) {
     int first = 0;  // the first unit of the current matrix
     for (const Product& p : products) {
       const int n_units = (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
       const int ub = std::max(b, first), ue = std::min(e, first + n_units);
-      if (ub < ue)
-        rt.kernels.matmul[static_cast<int>(p.w.dtype)](x, T, p.w.cols, p.w.data, (ub - first) * kRowsPerUnit,
-                                                       std::min(p.w.rows, (ue - first) * kRowsPerUnit), p.y, p.w.rows);
+      if (ub < ue) {
+        const int n0 = (ub - first) * kRowsPerUnit, n1 = std::min(p.w.rows, (ue - first) * kRowsPerUnit);
+        if (is_block_quantized(p.w.dtype))
+          (p.w.dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
+              rt.xq.data(), rt.xd.data(), T, p.w.cols, p.w.data, n0, n1, p.y, p.w.rows);
+        else
+          rt.kernels.matmul[static_cast<int>(p.w.dtype)](x, T, p.w.cols, p.w.data, n0, n1, p.y, p.w.rows);
+      }
       first += n_units;
+    }
+  });
+}
+
+void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out) {
+  const size_t in_row = row_bytes(w.dtype, w.cols), out_row = row_bytes(to, w.cols);
+  rt.pool.run(w.rows, [&](int b, int e) {
+    std::vector<float> row(w.cols);
+    for (int r = b; r < e; ++r) {
+      dequantize_row(w.dtype, static_cast<const uint8_t*>(w.data) + r * in_row, w.cols, row.data());
+      quantize_row(to, row.data(), w.cols, out + r * out_row);
     }
   });
 }

@@ -48,7 +48,8 @@ void embed(Runtime& rt, const Matrix& table, std::span<const int32_t> ids, float
 // x, out [rows, n]; w [n]. out may alias x.
 void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, int n, float* out);
 
-// y[T, N] = x[T, K] . w[N, K]^T. y must not alias x.
+// y[T, N] = x[T, K] . w[N, K]^T. y must not alias x. With block-quantized w, each row of x is
+// first quantized to int8 blocks (io/quant_blocks.h) and the dot products are integer.
 void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y);
 
 // Several products of the same x in one parallel pass (q/k/v, gate/up): fewer hand-offs between
@@ -58,6 +59,9 @@ struct Product {
   float* y;
 };
 void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products);
+
+// w's rows quantized to `to` (q8_0 or q4_0; w.cols % 32 == 0).     out [rows, row_bytes(to, cols)]
+void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out);
 
 // The rotary angles of one position, computed in float32 as HF does:
 // angle[i] = pos * (1 / theta^(2i / Dh)).                             cos, sin [Dh / 2]

@@ -38,7 +38,8 @@ void axpy(float a, const float* x, float* y, int n) {
 }  // namespace
 
 const KernelTable& reference_kernels() {
-  static const KernelTable table{"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, dot, axpy};
+  static const KernelTable table =
+      with_reference_quant({"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, dot, axpy});
   return table;
 }
 

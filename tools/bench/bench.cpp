@@ -67,7 +67,7 @@ double generation_speed(Model& m, int n, int batch) {
 
 void add_bench_command(CLI::App& app) {
   struct Args {
-    std::string model, isa = "auto";
+    std::string model, isa = "auto", quant;
     std::vector<int> prompts = {16, 128, 512};
     std::vector<int> threads = {0};
     int gen = 128, reps = 5, batch = 1;
@@ -82,12 +82,13 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "Sequences decoded together in tgN")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--isa", a->isa, "Kernels: auto, avx512, avx2, scalar")->capture_default_str();
+  cmd->add_option("--quant", a->quant, "Quantize float weights at load time: q8 or q4")->check(CLI::IsMember({"q8", "q4"}));
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->callback([a] {
     nlohmann::json report = {{"tests", nlohmann::json::array()}};
     for (int threads : a->threads) {
       auto t0 = Clock::now();
-      auto model = Model::load(a->model, {threads, a->isa});
+      auto model = Model::load(a->model, {.threads = threads, .isa = a->isa, .quant = a->quant});
       const double load_s = seconds_since(t0);
       const double gb_per_token = model->weight_bytes() / 1e9;
       // Time to first token: a 5-token prompt's prefill including the LM head, page cache warm.

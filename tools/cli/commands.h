@@ -14,5 +14,7 @@ void add_chat_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // tools/server
+void add_quantize_command(CLI::App& app);
+void add_quant_eval_command(CLI::App& app);
 
 }  // namespace qwen3::cli

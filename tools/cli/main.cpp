@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   qwen3::cli::add_tokenize_command(app);
   qwen3::cli::add_template_command(app);
   qwen3::cli::add_serve_command(app);
+  qwen3::cli::add_quantize_command(app);
+  qwen3::cli::add_quant_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -36,7 +36,7 @@ struct Avx2 {
 namespace qwen3::ops {
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable table = cpu::make_table<cpu::Avx2>("avx2");
+  static const KernelTable table = with_avx2_quant(cpu::make_table<cpu::Avx2>("avx2"));
   return table;
 }
 

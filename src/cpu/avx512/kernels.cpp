@@ -33,7 +33,7 @@ struct Avx512 {
 namespace qwen3::ops {
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table = cpu::make_table<cpu::Avx512>("avx512");
+  static const KernelTable table = with_avx512_quant(cpu::make_table<cpu::Avx512>("avx512"));
   return table;
 }
 

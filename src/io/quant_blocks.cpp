@@ -1,0 +1,100 @@
+// Scalar block quantization: the one definition of the q8_0 / q4_0 rounding.
+#include "io/quant_blocks.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace qwen3 {
+
+namespace {
+
+void put_scale(uint8_t* block, float d) {
+  const uint16_t h = f32_to_f16(d);
+  block[0] = uint8_t(h & 0xff);
+  block[1] = uint8_t(h >> 8);
+}
+
+}  // namespace
+
+uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u) return sign | 0x7e00;        // NaN stays NaN
+  if (x >= 0x477ff000u) return sign | 0x7c00;       // rounds past 65504: infinity
+  if (x < 0x38800000u) {                            // below 2^-14: a subnormal step of 2^-24
+    float v;
+    std::memcpy(&v, &x, 4);
+    return sign | uint16_t(std::nearbyint(v * 16777216.0f));  // exact scaling, ties to even
+  }
+  x += 0xfffu + ((x >> 13) & 1u);  // round the 13 dropped mantissa bits, ties to even
+  x -= (127u - 15u) << 23;
+  return sign | uint16_t(x >> 13);
+}
+
+void quantize_row_q8_0(const float* x, int K, uint8_t* out) {
+  for (int b = 0; b < K / kQuantBlock; ++b, x += kQuantBlock, out += kQ8Bytes) {
+    float amax = 0;
+    for (int i = 0; i < kQuantBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    put_scale(out, amax / 127);
+    const float d = block_scale(out);
+    const float id = d > 0 ? 1 / d : 0;
+    for (int i = 0; i < kQuantBlock; ++i)
+      out[2 + i] = uint8_t(int8_t(std::fmax(-127.f, std::fmin(127.f, std::nearbyint(x[i] * id)))));
+  }
+}
+
+void quantize_row_q4_0(const float* x, int K, uint8_t* out) {
+  for (int b = 0; b < K / kQuantBlock; ++b, x += kQuantBlock, out += kQ4Bytes) {
+    float max = 0;  // the signed value of largest magnitude: it maps to -8, the one level +7 lacks
+    for (int i = 0; i < kQuantBlock; ++i)
+      if (std::fabs(x[i]) > std::fabs(max)) max = x[i];
+    put_scale(out, max / -8);
+    const float d = block_scale(out);
+    const float id = d != 0 ? 1 / d : 0;
+    auto level = [&](float v) { return uint8_t(std::fmax(0.f, std::fmin(15.f, std::nearbyint(v * id) + 8))); };
+    for (int j = 0; j < kQuantBlock / 2; ++j) out[2 + j] = uint8_t(level(x[j]) | level(x[j + kQuantBlock / 2]) << 4);
+  }
+}
+
+void quantize_row(DType to, const float* x, int K, uint8_t* out) {
+  if (to == DType::q8_0) quantize_row_q8_0(x, K, out);
+  else quantize_row_q4_0(x, K, out);
+}
+
+void dequantize_row(DType from, const void* row, int K, float* out) {
+  const auto* p = static_cast<const uint8_t*>(row);
+  switch (from) {
+    case DType::f32: std::memcpy(out, row, size_t(K) * 4); return;
+    case DType::bf16:
+      for (int i = 0; i < K; ++i) out[i] = bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
+      return;
+    case DType::f16:
+      for (int i = 0; i < K; ++i) out[i] = f16_to_f32(static_cast<const uint16_t*>(row)[i]);
+      return;
+    case DType::q8_0:
+      for (int b = 0; b < K / kQuantBlock; ++b, p += kQ8Bytes)
+        for (int i = 0; i < kQuantBlock; ++i) out[b * kQuantBlock + i] = block_scale(p) * int8_t(p[2 + i]);
+      return;
+    case DType::q4_0:
+      for (int b = 0; b < K / kQuantBlock; ++b, p += kQ4Bytes)
+        for (int j = 0; j < kQuantBlock / 2; ++j) {
+          out[b * kQuantBlock + j] = block_scale(p) * ((p[2 + j] & 0xf) - 8);
+          out[b * kQuantBlock + j + kQuantBlock / 2] = block_scale(p) * ((p[2 + j] >> 4) - 8);
+        }
+      return;
+  }
+}
+
+void quantize_activations(const float* x, int K, int8_t* q, float* d) {
+  for (int b = 0; b < K / kQuantBlock; ++b, x += kQuantBlock, q += kQuantBlock) {
+    float amax = 0;
+    for (int i = 0; i < kQuantBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+    d[b] = amax / 127;
+    const float id = amax > 0 ? 127 / amax : 0;
+    for (int i = 0; i < kQuantBlock; ++i) q[i] = int8_t(std::nearbyint(x[i] * id));
+  }
+}
+
+}  // namespace qwen3

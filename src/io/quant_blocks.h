@@ -1,0 +1,37 @@
+// The q8_0 and q4_0 block layouts and their scalar quantizers, shared by files, loader and kernels.
+//
+// Both are ggml's Q8_0 / Q4_0 byte for byte. A row of K values (K % 32 == 0) is K / 32 blocks:
+//   q8_0: 34 bytes = f16 scale d (little-endian), then 32 int8 q;      value[i] = d * q[i]
+//   q4_0: 18 bytes = f16 scale d, then 16 bytes; byte j holds element j in its low nibble and
+//         element j + 16 in its high nibble;                           value[i] = d * (nibble[i] - 8)
+// Activations for the integer kernels are quantized like q8_0 but with a float32 scale, kept in
+// two arrays: int8 q [T, K] and float d [T, K / 32].
+#pragma once
+
+#include <cstdint>
+
+#include "io/dtype.h"
+
+namespace qwen3 {
+
+constexpr int kQ8Bytes = 2 + kQuantBlock, kQ4Bytes = 2 + kQuantBlock / 2;
+
+// Round to nearest even, as torch's float32 -> float16 cast does (overflow gives infinity).
+uint16_t f32_to_f16(float f);
+
+// Scales are chosen from the block's largest magnitude, rounded to f16 first and then used to
+// round each value, so |value - x| <= d / 2 for q8_0; for q4_0 the largest magnitude maps to -8
+// exactly and |value - x| <= |d| (d / 2 except where +8 clamps to +7).
+void quantize_row_q8_0(const float* x, int K, uint8_t* out);
+void quantize_row_q4_0(const float* x, int K, uint8_t* out);
+void quantize_row(DType to, const float* x, int K, uint8_t* out);  // to: q8_0 or q4_0
+
+// Any weight dtype to float32: one row of K values.
+void dequantize_row(DType from, const void* row, int K, float* out);
+
+// One activation row to int8 blocks with float32 scales d = max|x| / 127.      q [K], d [K / 32]
+void quantize_activations(const float* x, int K, int8_t* q, float* d);
+
+inline float block_scale(const uint8_t* block) { return f16_to_f32(uint16_t(block[0] | block[1] << 8)); }
+
+}  // namespace qwen3

@@ -1,0 +1,173 @@
+// Block quantization round trips, and every integer matmul kernel against the scalar reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "io/quant_blocks.h"
+#include "ops/kernels.h"
+
+namespace qwen3 {
+namespace {
+
+std::vector<const ops::KernelTable*> quant_tables() {
+  std::vector<const ops::KernelTable*> out;
+  if (ops::cpu_supports("avx2")) out.push_back(&ops::avx2_kernels());
+  if (ops::cpu_supports("avx512")) out.push_back(&ops::avx512_kernels());
+  for (auto* t : out) std::printf("testing integer kernels: %s\n", t->name);
+  return out;
+}
+
+std::vector<float> random_values(size_t n, std::mt19937& rng, float scale = 1) {
+  std::normal_distribution<float> g(0, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+TEST(QuantBlocks, F16RoundingMatchesTheCompiler) {
+  std::mt19937 rng(1);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = rng();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (std::isnan(f)) continue;
+    const _Float16 h = static_cast<_Float16>(f);
+    uint16_t want;
+    std::memcpy(&want, &h, 2);
+    ASSERT_EQ(f32_to_f16(f), want) << "f = " << f;
+  }
+}
+
+TEST(QuantBlocks, Q8RoundTripWithinHalfAStep) {
+  std::mt19937 rng(2);
+  for (float scale : {1e-3f, 0.02f, 1.0f, 30.0f}) {
+    const int K = 32 * 64;
+    auto x = random_values(K, rng, scale);
+    std::vector<uint8_t> q(row_bytes(DType::q8_0, K));
+    std::vector<float> back(K);
+    quantize_row_q8_0(x.data(), K, q.data());
+    dequantize_row(DType::q8_0, q.data(), K, back.data());
+    for (int i = 0; i < K; ++i) {
+      const float d = block_scale(&q[i / 32 * kQ8Bytes]);
+      // |err| <= d / 2 from rounding to the step d; the product d * q adds one float rounding.
+      ASSERT_LE(std::abs(back[i] - x[i]), d / 2 + 2e-7f * std::abs(x[i])) << "scale " << scale << " i " << i;
+    }
+  }
+}
+
+TEST(QuantBlocks, Q4RoundTripWithinHalfAStepExceptTheClampedTop) {
+  std::mt19937 rng(3);
+  for (float scale : {1e-3f, 0.02f, 1.0f, 30.0f}) {
+    const int K = 32 * 64;
+    auto x = random_values(K, rng, scale);
+    std::vector<uint8_t> q(row_bytes(DType::q4_0, K));
+    std::vector<float> back(K);
+    quantize_row_q4_0(x.data(), K, q.data());
+    dequantize_row(DType::q4_0, q.data(), K, back.data());
+    for (int i = 0; i < K; ++i) {
+      const float d = std::abs(block_scale(&q[i / 32 * kQ4Bytes]));
+      const float err = std::abs(back[i] - x[i]), slack = 2e-7f * std::abs(x[i]);
+      // Levels run -8..7 times d, the block's largest magnitude at -8: only values past 7.5 d
+      // (of the other sign) clamp to 7, and they are still within d.
+      const bool clamped = std::abs(x[i]) > 7.5f * d;
+      ASSERT_LE(err, (clamped ? d : d / 2) + slack) << "scale " << scale << " i " << i;
+    }
+  }
+}
+
+// Weights of one dtype as bytes, quantized from random floats, `misalign` bytes into the buffer.
+struct QuantWeights {
+  std::vector<uint8_t> bytes;
+  int misalign;
+  const uint8_t* data() const { return bytes.data() + misalign; }
+};
+
+QuantWeights random_quant_weights(DType dtype, int N, int K, int misalign, std::mt19937& rng) {
+  QuantWeights w{std::vector<uint8_t>(misalign + N * row_bytes(dtype, K)), misalign};
+  auto f = random_values(size_t(N) * K, rng, 0.05f);
+  for (int n = 0; n < N; ++n) quantize_row(dtype, &f[size_t(n) * K], K, &w.bytes[misalign + n * row_bytes(dtype, K)]);
+  return w;
+}
+
+struct QuantActivations {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+};
+
+QuantActivations random_activations(int T, int K, int misalign, std::mt19937& rng) {
+  auto x = random_values(size_t(T) * K, rng, 2.0f);
+  QuantActivations a{std::vector<int8_t>(misalign + size_t(T) * K), std::vector<float>(1 + size_t(T) * K / 32)};
+  for (int t = 0; t < T; ++t) quantize_activations(&x[size_t(t) * K], K, &a.q[misalign + size_t(t) * K], &a.d[1 + size_t(t) * K / 32]);
+  return a;
+}
+
+ops::QuantMatmulKernel kernel_of(const ops::KernelTable& kt, DType dtype) {
+  return dtype == DType::q8_0 ? kt.matmul_q8_0 : kt.matmul_q4_0;
+}
+
+TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
+  const float eps = std::numeric_limits<float>::epsilon();
+  std::mt19937 rng(42);
+  for (const ops::KernelTable* kt : quant_tables()) {
+    for (DType dtype : {DType::q8_0, DType::q4_0}) {
+      for (int K : {32, 64, 96, 160, 1024, 3072}) {
+        for (int T = 1; T <= 13; ++T) {
+          const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;  // a sub-range of rows, sentinels around it
+          const int misalign = (K / 32 + T) % 3;            // byte offsets off any alignment
+          QuantWeights w = random_quant_weights(dtype, N, K, misalign, rng);
+          QuantActivations x = random_activations(T, K, misalign, rng);
+          const float sentinel = -12345.0f;
+          std::vector<float> want(size_t(T) * ldy, sentinel), got(size_t(T) * ldy, sentinel);
+          const int8_t* xq = x.q.data() + misalign;
+          const float* xd = x.d.data() + 1;
+          kernel_of(ops::reference_kernels(), dtype)(xq, xd, T, K, w.data(), n0, n1, want.data(), ldy);
+          kernel_of(*kt, dtype)(xq, xd, T, K, w.data(), n0, n1, got.data(), ldy);
+          const size_t rb = row_bytes(dtype, K);
+          std::vector<float> wrow(K);
+          for (int t = 0; t < T; ++t)
+            for (int n = 0; n < ldy; ++n) {
+              const size_t i = size_t(t) * ldy + n;
+              if (n < n0 || n >= n1) {
+                ASSERT_EQ(got[i], sentinel) << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
+                continue;
+              }
+              // Block sums are exact integers; only the float sum over K / 32 scaled blocks (and
+              // the lanes) rounds, so both results are within (K / 32 + 16) * eps * sum|x_k w_k|.
+              dequantize_row(dtype, w.data() + n * rb, K, wrow.data());
+              float sum_abs = 0;
+              for (int k = 0; k < K; ++k) sum_abs += std::abs(xq[size_t(t) * K + k] * xd[(size_t(t) * K + k) / 32] * wrow[k]);
+              const float tol = 2 * (K / 32 + 16) * eps * sum_abs;
+              ASSERT_NEAR(got[i], want[i], tol) << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype)
+                                                << ", K " << K << ", T " << T << ", t " << t << ", n " << n;
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantMatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
+  std::mt19937 rng(7);
+  const int K = 1024 + 32, N = 37, T = 11;  // an odd block count exercises the AVX-512 tail
+  for (const ops::KernelTable* kt : quant_tables()) {
+    for (DType dtype : {DType::q8_0, DType::q4_0}) {
+      QuantWeights w = random_quant_weights(dtype, N, K, 0, rng);
+      QuantActivations x = random_activations(T, K, 0, rng);
+      const float* xd = x.d.data() + 1;
+      std::vector<float> all(size_t(T) * N), one(N);
+      kernel_of(*kt, dtype)(x.q.data(), xd, T, K, w.data(), 0, N, all.data(), N);
+      for (int t = 0; t < T; ++t) {
+        // Alone, and split into odd row ranges as threads would.
+        kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, 1, K, w.data(), 0, 5, one.data(), N);
+        kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, 1, K, w.data(), 5, N, one.data(), N);
+        for (int n = 0; n < N; ++n)
+          ASSERT_EQ(one[n], all[size_t(t) * N + n]) << kt->name << " " << dtype_name(dtype) << " t=" << t << " n=" << n;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qwen3
