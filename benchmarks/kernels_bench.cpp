@@ -52,7 +52,7 @@ void BM_Attention(benchmark::State& state) {
   auto rt = make_runtime("auto", 1);
   std::vector<float> q(H * Dh, 0.1f), k(size_t(P) * Hkv * Dh, 0.2f), v(size_t(P) * Hkv * Dh, 0.3f), out(H * Dh);
   for (auto _ : state) {
-    attention(*rt, q.data(), 1, P - 1, k.data(), v.data(), H, Hkv, Dh, out.data());
+    attention(*rt, q.data(), 1, P - 1, k.data(), v.data(), P, H, Hkv, Dh, out.data());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * P * Hkv * Dh * 4 * 2);

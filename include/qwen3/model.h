@@ -62,9 +62,11 @@ class Sequence {
  private:
   friend class Model;
   void reserve(int tokens);
-  int layers_ = 0, row_ = 0;  // row_ = num_key_value_heads * head_dim floats per token per layer
+  int layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
   int length_ = 0, max_context_ = 0, capacity_ = 0;
-  std::vector<std::vector<float>> k_, v_;  // per layer: [capacity, kv_heads, head_dim]
+  // Per layer [kv_heads, capacity, head_dim]: each head's positions contiguous, so attention
+  // reads them as one matrix.
+  std::vector<std::vector<float>> k_, v_;
 };
 
 // One entry of a batch: the new tokens of one sequence (a whole prompt, or one token).

@@ -12,6 +12,7 @@
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -135,10 +136,11 @@ const float* pair_permuted(const float* x, int T, int K) {
   return buffer.data();
 }
 
-// Tokens are taken in blocks that stay in L2 while the block's W rows stream past once.
+// Tokens are taken in blocks that stay in L2 while the block's W rows stream past once; a block
+// is a whole number of register tiles.
 template <class S, class W>
 void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
-  constexpr int kTokenBlock = 64;
+  constexpr int kTokenBlock = S::MR * (64 / S::MR);
   if constexpr (kPaired<W>) x = pair_permuted<S>(x, T, K);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
@@ -153,30 +155,55 @@ void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* 
   }
 }
 
-template <class S>
-float dot(const float* a, const float* b, int n) {
-  typename S::V acc = S::zero();
-  const int nv = n - n % S::lanes;
-  for (int i = 0; i < nv; i += S::lanes) acc = S::fma(S::load(a + i), S::load(b + i), acc);
-  float s = S::hsum(acc);
-  for (int i = nv; i < n; ++i) s += a[i] * b[i];
-  return s;
+// RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in
+// registers for the whole sum over p.
+template <class S, int RB, int CH>
+inline void weighted_block(const float* a, int lda, int P, const float* v, int D, int d, float* out, int ldo) {
+  using V = typename S::V;
+  V acc[RB][CH];
+  for (int r = 0; r < RB; ++r)
+    for (int c = 0; c < CH; ++c) acc[r][c] = S::zero();
+  for (int p = 0; p < P; ++p) {
+    V vv[CH];
+    for (int c = 0; c < CH; ++c) vv[c] = S::load(v + size_t(p) * D + d + c * S::lanes);
+    for (int r = 0; r < RB; ++r) {
+      const V av = S::set1(a[size_t(r) * lda + p]);
+      for (int c = 0; c < CH; ++c) acc[r][c] = S::fma(av, vv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < RB; ++r)
+    for (int c = 0; c < CH; ++c) S::store(out + size_t(r) * ldo + d + c * S::lanes, acc[r][c]);
 }
 
 template <class S>
-void axpy(float a, const float* x, float* y, int n) {
-  const typename S::V av = S::set1(a);
-  const int nv = n - n % S::lanes;
-  for (int i = 0; i < nv; i += S::lanes) S::store(y + i, S::fma(av, S::load(x + i), S::load(y + i)));
-  for (int i = nv; i < n; ++i) y[i] += a * x[i];
+void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
+  constexpr int CH = S::lanes == 16 ? 8 : 4;  // 2 x CH accumulators + CH values fit the registers
+  const int dv = D - D % S::lanes;
+  for (int r = 0; r < R; r += 2) {
+    const float* ar = a + size_t(r) * lda;
+    float* o = out + size_t(r) * ldo;
+    int d = 0;
+    if (r + 1 < R) {
+      for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, 2, CH>(ar, lda, P, v, D, d, o, ldo);
+      for (; d < dv; d += S::lanes) weighted_block<S, 2, 1>(ar, lda, P, v, D, d, o, ldo);
+    } else {
+      for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, 1, CH>(ar, lda, P, v, D, d, o, ldo);
+      for (; d < dv; d += S::lanes) weighted_block<S, 1, 1>(ar, lda, P, v, D, d, o, ldo);
+    }
+    for (int rr = r; rr < R && rr < r + 2; ++rr)  // columns past the last full vector
+      for (int dd = dv; dd < D; ++dd) {
+        float acc = 0;
+        for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(rr) * lda + p], v[size_t(p) * D + dd], acc);
+        out[size_t(rr) * ldo + dd] = acc;
+      }
+  }
 }
 
 template <class S>
 ops::KernelTable make_table(const char* name) {
   return ops::KernelTable{name,
                           {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
-                          dot<S>,
-                          axpy<S>};
+                          weighted_sum<S>};
 }
 
 }  // namespace qwen3::cpu

@@ -25,9 +25,10 @@ struct StepRows {
   std::vector<int> item_begin;     // first row of each item
   std::vector<float> cos, sin;     // [T, Dh / 2] rotary angles of each row's position
   struct Cache {
-    std::vector<std::vector<float>>* k;  // per layer [capacity, Hkv * Dh]
+    std::vector<std::vector<float>>* k;  // per layer [Hkv, capacity, Dh]
     std::vector<std::vector<float>>* v;
-    int p0;  // tokens already cached
+    int p0;        // tokens already cached
+    int capacity;  // positions per head
   };
   std::vector<Cache> caches;  // per item
 };
@@ -101,10 +102,14 @@ class Forward {
       float* k = (*cache.k)[l].data();
       float* v = (*cache.v)[l].data();
       const int first = rows_.item_begin[i], n = static_cast<int>(batch_[i].tokens.size()), p0 = cache.p0;
-      const size_t row = size_t(Hkv) * Dh;
-      std::copy_n(&s_.k[first * row], n * row, k + p0 * row);  // append to the KV cache
-      std::copy_n(&s_.v[first * row], n * row, v + p0 * row);
-      ops::attention(rt_, &s_.q[size_t(first) * H * Dh], n, p0, k, v, H, Hkv, Dh, &s_.ctx[size_t(first) * H * Dh]);
+      for (int t = 0; t < n; ++t)  // append to the KV cache, head by head
+        for (int g = 0; g < Hkv; ++g) {
+          const size_t from = (size_t(first + t) * Hkv + g) * Dh, to = (size_t(g) * cache.capacity + p0 + t) * Dh;
+          std::copy_n(&s_.k[from], Dh, k + to);
+          std::copy_n(&s_.v[from], Dh, v + to);
+        }
+      ops::attention(rt_, &s_.q[size_t(first) * H * Dh], n, p0, k, v, cache.capacity, H, Hkv, Dh,
+                     &s_.ctx[size_t(first) * H * Dh]);
     }
     ops::matmul(rt_, s_.ctx.data(), T, lw.o_proj, s_.out.data());
   }
@@ -186,7 +191,7 @@ std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, co
   for (auto& item : batch) {
     if (!item.sequence) throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
     const Sequence& s = *item.sequence;
-    if (s.layers_ != config_.num_hidden_layers || s.row_ != config_.num_key_value_heads * config_.head_dim)
+    if (s.layers_ != config_.num_hidden_layers || s.kv_heads_ != config_.num_key_value_heads || s.head_dim_ != config_.head_dim)
       throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
     if (!seen.insert(&s).second) throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
     if (item.tokens.empty()) throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");
@@ -211,7 +216,7 @@ std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, co
     }
     rows.T += static_cast<int>(item.tokens.size());
     item.sequence->reserve(item.sequence->length_ + static_cast<int>(item.tokens.size()));
-    rows.caches.push_back({&item.sequence->k_, &item.sequence->v_, item.sequence->length_});
+    rows.caches.push_back({&item.sequence->k_, &item.sequence->v_, item.sequence->length_, item.sequence->capacity_});
   }
   auto logits = Forward(config_, impl_->w, *impl_->rt, batch, rows).run(observer);
   for (auto& item : batch) item.sequence->length_ += static_cast<int>(item.tokens.size());

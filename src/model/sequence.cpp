@@ -23,7 +23,8 @@ Sequence::Sequence(const Model& model, int max_context) {
                                                  std::to_string(c.max_position_embeddings));
   max_context_ = max_context ? max_context : c.max_position_embeddings;
   layers_ = c.num_hidden_layers;
-  row_ = c.num_key_value_heads * c.head_dim;
+  kv_heads_ = c.num_key_value_heads;
+  head_dim_ = c.head_dim;
   k_.resize(layers_);
   v_.resize(layers_);
 }
@@ -37,13 +38,19 @@ void Sequence::truncate(int length) {
 
 void Sequence::reserve(int tokens) {
   if (tokens <= capacity_) return;
-  capacity_ = std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens));
-  for (int l = 0; l < layers_; ++l) {
-    k_[l].resize(size_t(capacity_) * row_);
-    v_[l].resize(size_t(capacity_) * row_);
-  }
+  const int capacity = std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens));
+  const size_t old_head = size_t(capacity_) * head_dim_, new_head = size_t(capacity) * head_dim_;
+  for (auto* cache : {&k_, &v_})
+    for (auto& layer : *cache) {
+      // Zero-filled, and each head's cached rows moved to the start of its new, longer block.
+      std::vector<float> grown(kv_heads_ * new_head);
+      for (int g = 0; g < kv_heads_ && !layer.empty(); ++g)
+        std::copy_n(layer.begin() + g * old_head, size_t(length_) * head_dim_, grown.begin() + g * new_head);
+      layer = std::move(grown);
+    }
+  capacity_ = capacity;
 }
 
-size_t Sequence::bytes() const { return size_t(capacity_) * row_ * sizeof(float) * 2 * layers_; }
+size_t Sequence::bytes() const { return size_t(capacity_) * kv_heads_ * head_dim_ * sizeof(float) * 2 * layers_; }
 
 }  // namespace qwen3

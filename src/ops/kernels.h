@@ -21,8 +21,9 @@ using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, int T, int
 struct KernelTable {
   const char* name;
   MatmulKernel matmul[3];  // indexed by DType: f32, f16, bf16
-  float (*dot)(const float* a, const float* b, int n);
-  void (*axpy)(float a, const float* x, float* y, int n);  // y += a * x
+  // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
+  // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
+  void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo);
   QuantMatmulKernel matmul_q8_0 = nullptr;  // filled by each ISA's quant_kernels.cpp
   QuantMatmulKernel matmul_q4_0 = nullptr;
 };

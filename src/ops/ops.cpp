@@ -136,26 +136,39 @@ void rope(float* x, int heads, int head_dim, const float* cos, const float* sin)
   }
 }
 
-void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int heads, int kv_heads,
-               int head_dim, float* out) {
-  const int group = heads / kv_heads, kv_row = kv_heads * head_dim, q_row = heads * head_dim;
+void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int capacity, int heads,
+               int kv_heads, int head_dim, float* out) {
+  // A task is one KV head and a block of query tokens: the block's queries of every head in the
+  // group become the rows of one product with the head's cached keys, [rows, Dh] . [P, Dh]^T.
+  constexpr int kQueryBlock = 16;
+  const int group = heads / kv_heads, q_row = heads * head_dim, blocks = (n + kQueryBlock - 1) / kQueryBlock;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
-  rt.pool.run(n * heads, [&](int b, int e) {
-    std::vector<float> scores(p0 + n);
+  rt.pool.run(kv_heads * blocks, [&](int b, int e) {
+    std::vector<float> queries, scores;
     for (int task = b; task < e; ++task) {
-      const int t = task / heads, h = task % heads, g = h / group, visible = p0 + t + 1;
-      const float* qh = q + size_t(t) * q_row + size_t(h) * head_dim;
-      float max_score = -INFINITY;
-      for (int p = 0; p < visible; ++p) {
-        scores[p] = kt.dot(qh, k + size_t(p) * kv_row + size_t(g) * head_dim, head_dim) * scale;
-        max_score = std::max(max_score, scores[p]);
+      const int g = task / blocks, t0 = (task % blocks) * kQueryBlock, nt = std::min(kQueryBlock, n - t0);
+      const int rows = nt * group, P = p0 + t0 + nt;  // P: positions the block's last query sees
+      const float* kg = k + size_t(g) * capacity * head_dim;
+      const float* vg = v + size_t(g) * capacity * head_dim;
+      queries.resize(size_t(rows) * head_dim);
+      for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
+        std::copy_n(q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
+                    &queries[size_t(r) * head_dim]);
+      scores.resize(size_t(rows) * P);
+      kt.matmul[static_cast<int>(DType::f32)](queries.data(), rows, head_dim, kg, 0, P, scores.data(), P);
+      for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
+        const int visible = p0 + t0 + r / group + 1;
+        float* s = &scores[size_t(r) * P];
+        float max_score = -INFINITY;
+        for (int p = 0; p < visible; ++p) max_score = std::max(max_score, s[p] *= scale);
+        float sum = 0;
+        for (int p = 0; p < visible; ++p) sum += s[p] = std::exp(s[p] - max_score);
+        for (int p = 0; p < visible; ++p) s[p] /= sum;
       }
-      float sum = 0;
-      for (int p = 0; p < visible; ++p) sum += scores[p] = std::exp(scores[p] - max_score);
-      float* oh = out + size_t(t) * q_row + size_t(h) * head_dim;
-      std::fill(oh, oh + head_dim, 0.0f);
-      for (int p = 0; p < visible; ++p) kt.axpy(scores[p] / sum, v + size_t(p) * kv_row + size_t(g) * head_dim, oh, head_dim);
+      for (int t = t0; t < t0 + nt; ++t)  // the group's heads of one token see the same positions
+        kt.weighted_sum(&scores[size_t(t - t0) * group * P], P, group, p0 + t + 1, vg, head_dim,
+                        out + size_t(t) * q_row + size_t(g * group) * head_dim, head_dim);
     }
   });
 }

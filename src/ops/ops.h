@@ -72,9 +72,10 @@ void rope_angles(int pos, int head_dim, double theta, float* cos, float* sin);
 void rope(float* x, int heads, int head_dim, const float* cos, const float* sin);
 
 // Causal grouped-query attention of n new tokens at positions p0 .. p0+n-1 against a KV cache
-// that already holds them: query head h reads KV head h / (H / Hkv).
-// q, out [n, H * Dh]; k, v [P >= p0 + n, Hkv * Dh]. out must not alias q.
-void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int heads,
+// that already holds them: query head h reads KV head h / (H / Hkv). Scores are computed a block
+// of queries at a time, never as a whole [n, P] matrix.
+// q, out [n, H * Dh]; k, v [Hkv, capacity >= p0 + n, Dh]. out must not alias q.
+void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int capacity, int heads,
                int kv_heads, int head_dim, float* out);
 
 // out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may alias

@@ -25,21 +25,20 @@ void matmul(const float* x, int T_, int K, const void* w, int n0, int n1, float*
     }
 }
 
-float dot(const float* a, const float* b, int n) {
-  float acc = 0;
-  for (int i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
-}
-
-void axpy(float a, const float* x, float* y, int n) {
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
+  for (int r = 0; r < R; ++r)
+    for (int d = 0; d < D; ++d) {
+      float acc = 0;
+      for (int p = 0; p < P; ++p) acc += a[size_t(r) * lda + p] * v[size_t(p) * D + d];
+      out[size_t(r) * ldo + d] = acc;
+    }
 }
 
 }  // namespace
 
 const KernelTable& reference_kernels() {
   static const KernelTable table =
-      with_reference_quant({"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, dot, axpy});
+      with_reference_quant({"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, weighted_sum});
   return table;
 }
 

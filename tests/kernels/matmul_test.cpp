@@ -104,26 +104,35 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   }
 }
 
-TEST(VectorKernels, DotAndAxpyMatchReference) {
+TEST(VectorKernels, WeightedSumMatchesReference) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const KernelTable* kt : simd_tables()) {
-    for (int n = 0; n <= 40; ++n) {
-      for (int len : {n, 128}) {
-        std::vector<float> a(len + 1), b(len + 1);
-        for (auto& v : a) v = u(rng);
-        for (auto& v : b) v = u(rng);
-        float sum_abs = 0;
-        for (int i = 0; i < len; ++i) sum_abs += std::abs(a[i + 1] * b[i + 1]);
-        EXPECT_NEAR(kt->dot(a.data() + 1, b.data() + 1, len), reference_kernels().dot(a.data() + 1, b.data() + 1, len),
-                    2 * len * eps * sum_abs)
-            << kt->name << " dot n=" << len;
-        std::vector<float> y1 = b, y2 = b;
-        kt->axpy(0.37f, a.data() + 1, y1.data() + 1, len);
-        reference_kernels().axpy(0.37f, a.data() + 1, y2.data() + 1, len);
-        EXPECT_EQ(y1[0], y2[0]) << "axpy wrote before its start";
-        for (int i = 1; i <= len; ++i) EXPECT_NEAR(y1[i], y2[i], 4 * eps) << kt->name << " axpy n=" << len;
+    for (int R : {1, 2, 3, 4}) {
+      for (int D : {1, 7, 8, 16, 17, 64, 128, 130}) {
+        for (int P : {0, 1, 5, 33}) {
+          const int lda = P + 3, ldo = D + 2;  // strides wider than the rows, sentinels between
+          std::vector<float> a(size_t(R) * lda), v(size_t(P) * D + 1);
+          for (auto& x : a) x = u(rng);
+          for (auto& x : v) x = u(rng);
+          const float sentinel = -777.0f;
+          std::vector<float> want(size_t(R) * ldo, sentinel), got(size_t(R) * ldo, sentinel);
+          reference_kernels().weighted_sum(a.data(), lda, R, P, v.data() + 1, D, want.data(), ldo);
+          kt->weighted_sum(a.data(), lda, R, P, v.data() + 1, D, got.data(), ldo);
+          for (int r = 0; r < R; ++r)
+            for (int d = 0; d < ldo; ++d) {
+              const size_t i = size_t(r) * ldo + d;
+              if (d >= D) {
+                ASSERT_EQ(got[i], sentinel) << kt->name << " wrote past its row";
+                continue;
+              }
+              float sum_abs = 0;  // the same bound as a dot product of P terms
+              for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[1 + size_t(p) * D + d]);
+              ASSERT_NEAR(got[i], want[i], 2 * P * eps * sum_abs)
+                  << "op weighted_sum, isa " << kt->name << ", R " << R << ", D " << D << ", P " << P << ", r " << r << ", d " << d;
+            }
+        }
       }
     }
   }
