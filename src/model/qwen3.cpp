@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "model/weights.h"
 #include "ops/ops.h"
@@ -12,8 +13,14 @@
 namespace qwen3 {
 
 struct Model::Impl {
+  Impl(Weights weights, ops::RuntimePtr runtime) : w(std::move(weights)), rt(std::move(runtime)) {
+    prefaulting = std::thread([this] { prefault(w); });
+  }
+  ~Impl() { prefaulting.join(); }
+
   Weights w;
   ops::RuntimePtr rt;
+  std::thread prefaulting;  // maps the weights' pages while the caller loads the tokenizer
 };
 
 namespace {
@@ -174,7 +181,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   ops::RuntimePtr rt = ops::make_runtime(options.isa, options.threads);
   Weights w = load_weights(dir, m->config_);
   if (!options.quant.empty()) quantize_weights(w, parse_quant_type(options.quant), options.keep_head, *rt);
-  m->impl_ = std::make_unique<Impl>(Impl{std::move(w), std::move(rt)});
+  m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt));
   return m;
 }
 

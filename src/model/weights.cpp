@@ -1,6 +1,9 @@
 // Finding, checking and viewing every tensor a Qwen3 checkpoint must hold.
 #include "model/weights.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <string>
 
 #include "io/quant_blocks.h"
@@ -48,12 +51,27 @@ uint64_t matrix_bytes(const ops::Matrix& m) { return uint64_t(m.rows) * row_byte
 
 }  // namespace
 
-uint64_t Weights::bytes_per_token() const {
-  uint64_t n = matrix_bytes(lm_head);
+std::vector<ops::Matrix> Weights::per_token_matrices() const {
+  std::vector<ops::Matrix> out;
   for (auto& l : layers)
-    for (auto* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      n += matrix_bytes(*m);
+    for (auto* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) out.push_back(*m);
+  out.push_back(lm_head);
+  return out;
+}
+
+uint64_t Weights::bytes_per_token() const {
+  uint64_t n = 0;
+  for (auto& m : per_token_matrices()) n += matrix_bytes(m);
   return n;
+}
+
+void prefault(const Weights& weights) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (auto& m : weights.per_token_matrices()) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(m.data) & ~(page - 1);
+    const uintptr_t end = reinterpret_cast<uintptr_t>(m.data) + matrix_bytes(m);
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
+  }
 }
 
 Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c) {

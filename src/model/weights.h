@@ -32,9 +32,16 @@ struct Weights {
   std::vector<float> norm;  // [D]
   ops::Matrix lm_head;      // [V, D]: embed_tokens itself when tied
 
-  // Bytes of matrices read for one decoded token (each layer, plus the LM head).
+  // The matrices read for every token: each layer's, then the LM head.
+  std::vector<ops::Matrix> per_token_matrices() const;
+  // Bytes of matrices read for one decoded token.
   uint64_t bytes_per_token() const;
 };
+
+// Maps the per-token matrices' pages from the page cache ahead of first use (MADV_POPULATE_READ),
+// so the first token does not pay ~300 000 page faults. Safe to run beside compute; a no-op where
+// the kernel lacks it.
+void prefault(const Weights& weights);
 
 // Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype.
 Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config);
