@@ -1,6 +1,7 @@
 // A persistent pool of worker threads with spin-then-sleep hand-off.
 #include "cpu/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <immintrin.h>
@@ -14,7 +15,7 @@ constexpr auto kSpin = std::chrono::microseconds(300);
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -27,10 +28,12 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::run_share(int index) {
-  const long n = job_n_, threads = size();
-  const int begin = static_cast<int>(n * index / threads), end = static_cast<int>(n * (index + 1) / threads);
-  if (begin < end) (*job_)(begin, end);
+void ThreadPool::run_share() {
+  for (;;) {
+    const int begin = next_.fetch_add(job_grain_, std::memory_order_relaxed);
+    if (begin >= job_n_) return;
+    (*job_)(begin, std::min(job_n_, begin + job_grain_));
+  }
 }
 
 void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
@@ -40,17 +43,20 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
   }
   job_ = &fn;
   job_n_ = n;
+  // About four chunks per thread: enough to even out, few enough to keep each weight stream long.
+  job_grain_ = std::max(1, n / (4 * size()));
+  next_.store(0, std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()));
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
   }
-  run_share(0);
+  run_share();
   while (pending_.load(std::memory_order_acquire) > 0) _mm_pause();
 }
 
-void ThreadPool::work(int index) {
+void ThreadPool::work() {
   uint64_t seen = 0;
   for (;;) {
     auto start = std::chrono::steady_clock::now();
@@ -66,7 +72,7 @@ void ThreadPool::work(int index) {
     }
     seen = generation_.load();
     if (stop_) return;
-    run_share(index);
+    run_share();
     pending_.fetch_sub(1, std::memory_order_release);
   }
 }

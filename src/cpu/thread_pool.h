@@ -20,17 +20,20 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Splits [0, n) into size() contiguous ranges, fixed by n and size() alone, and runs
-  // fn(begin, end) for each, one per thread; returns when all are done.
+  // Splits [0, n) into contiguous chunks and runs fn(begin, end) on each, the chunks claimed in
+  // order by whichever thread is free, so a thread slowed by the machine does not hold the others
+  // up; returns when all are done. Which thread runs a chunk varies, so fn must compute each
+  // index the same way wherever it runs (every op here does: no reduction spans two indices).
   void run(int n, const std::function<void(int begin, int end)>& fn);
 
  private:
-  void work(int index);
-  void run_share(int index);
+  void work();
+  void run_share();
 
   std::vector<std::thread> workers_;
   const std::function<void(int, int)>* job_ = nullptr;
-  int job_n_ = 0;
+  int job_n_ = 0, job_grain_ = 1;
+  std::atomic<int> next_{0};  // the first index not yet claimed
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleepers_{0};
