@@ -24,9 +24,10 @@ void BM_Matmul(benchmark::State& state) {
   std::mt19937 rng(1);
   std::vector<uint16_t> w(size_t(N) * K);
   for (auto& v : w) v = f32_to_bf16(std::uniform_real_distribution<float>(-1, 1)(rng));
-  std::vector<float> x(size_t(T) * K, 0.5f), y(size_t(T) * N);
+  std::vector<float> x(size_t(T) * K, 0.5f), xb(x.size()), y(size_t(T) * N);
   for (auto _ : state) {
-    kt->matmul[int(DType::bf16)](x.data(), T, K, w.data(), 0, N, y.data(), N);
+    kt->prepare_bf16_x(x.data(), T, K, xb.data());
+    kt->matmul[int(DType::bf16)](xb.data(), T, K, w.data(), 0, N, y.data(), N);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetLabel(kt->name);

@@ -14,7 +14,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "io/dtype.h"
 #include "ops/kernels.h"
@@ -117,15 +116,13 @@ inline void row_remainder(int rows, const float* x, int K, const void* w, int n0
 }
 
 // x with each full chunk of 2 x lanes reordered as its even elements, then its odd ones; the
-// tail stays in place. In a per-thread buffer, reused across calls.
+// tail stays in place: the layout the bf16 kernels read.
 template <class S>
-const float* pair_permuted(const float* x, int T, int K) {
-  thread_local std::vector<float> buffer;
-  buffer.resize(size_t(T) * K);
+void pair_permute(const float* x, int T, int K, float* out) {
   const int chunk = 2 * S::lanes, kv = K - K % chunk;
   for (int t = 0; t < T; ++t) {
     const float* src = x + size_t(t) * K;
-    float* dst = buffer.data() + size_t(t) * K;
+    float* dst = out + size_t(t) * K;
     for (int k = 0; k < kv; k += chunk)
       for (int i = 0; i < S::lanes; ++i) {
         dst[k + i] = src[k + 2 * i];
@@ -133,7 +130,6 @@ const float* pair_permuted(const float* x, int T, int K) {
       }
     for (int k = kv; k < K; ++k) dst[k] = src[k];
   }
-  return buffer.data();
 }
 
 // Tokens are taken in blocks that stay in L2 while the block's W rows stream past once; a block
@@ -141,7 +137,6 @@ const float* pair_permuted(const float* x, int T, int K) {
 template <class S, class W>
 void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
   constexpr int kTokenBlock = S::MR * (64 / S::MR);
-  if constexpr (kPaired<W>) x = pair_permuted<S>(x, T, K);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
     const int n_block = T == 1 ? 64 : S::NR;  // one token: no reuse of W rows, so stream long runs
@@ -203,6 +198,7 @@ template <class S>
 ops::KernelTable make_table(const char* name) {
   return ops::KernelTable{name,
                           {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
+                          pair_permute<S>,
                           weighted_sum<S>};
 }
 

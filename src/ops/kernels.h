@@ -20,7 +20,10 @@ using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, int T, int
 
 struct KernelTable {
   const char* name;
-  MatmulKernel matmul[3];  // indexed by DType: f32, f16, bf16
+  // Indexed by DType: f32, f16, bf16. The bf16 kernel reads x in the layout prepare_bf16_x
+  // writes (a reordering within fixed chunks of each row), prepared once per product.
+  MatmulKernel matmul[3];
+  void (*prepare_bf16_x)(const float* x, int T, int K, float* out);
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
   // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
   void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo);

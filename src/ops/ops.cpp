@@ -18,6 +18,7 @@ class Runtime {
   Runtime(const KernelTable& k, int threads) : kernels(k), pool(threads) {}
   const KernelTable& kernels;
   cpu::ThreadPool pool;
+  std::vector<float> xb;   // [T, K] activations laid out for the bf16 kernels, reused
   std::vector<int8_t> xq;  // [T, K] activations quantized for the integer kernels, reused
   std::vector<float> xd;   // [T, K / 32] their scales
 };
@@ -71,14 +72,21 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
   // streams its own contiguous part of the weights.
   constexpr int kRowsPerUnit = 16;
   int units = 0;
-  bool quantized = false;
+  bool quantized = false, bf16 = false;
   for (const Product& p : products) {
     units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
     quantized |= is_block_quantized(p.w.dtype);
+    bf16 |= p.w.dtype == DType::bf16;
+  }
+  const int K = products.begin()->w.cols;
+  if (bf16) {
+    rt.xb.resize(size_t(T) * K);
+    rt.pool.run(T, [&](int b, int e) {
+      rt.kernels.prepare_bf16_x(x + size_t(b) * K, e - b, K, &rt.xb[size_t(b) * K]);
+    });
   }
   if (quantized) {
     // Each row of x is quantized once here, not once per thread inside the kernel.
-    const int K = products.begin()->w.cols;
     rt.xq.resize(size_t(T) * K);
     rt.xd.resize(size_t(T) * K / kQuantBlock);
     rt.pool.run(T, [&](int b, int e) {
@@ -97,7 +105,8 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
           (p.w.dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
               rt.xq.data(), rt.xd.data(), T, p.w.cols, p.w.data, n0, n1, p.y, p.w.rows);
         else
-          rt.kernels.matmul[static_cast<int>(p.w.dtype)](x, T, p.w.cols, p.w.data, n0, n1, p.y, p.w.rows);
+          rt.kernels.matmul[static_cast<int>(p.w.dtype)](p.w.dtype == DType::bf16 ? rt.xb.data() : x, T, p.w.cols,
+                                                         p.w.data, n0, n1, p.y, p.w.rows);
       }
       first += n_units;
     }

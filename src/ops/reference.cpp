@@ -1,5 +1,6 @@
 // Scalar float32 kernels: plain loops, never optimized. The oracle every faster kernel is tested
 // against, and the fallback on CPUs without AVX2.
+#include <algorithm>
 #include <cstdint>
 
 #include "ops/kernels.h"
@@ -25,6 +26,9 @@ void matmul(const float* x, int T_, int K, const void* w, int n0, int n1, float*
     }
 }
 
+// The reference bf16 kernel reads x as it is.
+void prepare_bf16_x(const float* x, int T, int K, float* out) { std::copy_n(x, size_t(T) * K, out); }
+
 void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
   for (int r = 0; r < R; ++r)
     for (int d = 0; d < D; ++d) {
@@ -38,7 +42,7 @@ void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, 
 
 const KernelTable& reference_kernels() {
   static const KernelTable table =
-      with_reference_quant({"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, weighted_sum});
+      with_reference_quant({"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, prepare_bf16_x, weighted_sum});
   return table;
 }
 

@@ -58,7 +58,9 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           const float* xp = x.data() + misalign;
           const void* wp = w.data(misalign);
           reference_kernels().matmul[int(dtype)](xp, T, K, wp, n0, n1, want.data(), ldy);
-          kt->matmul[int(dtype)](xp, T, K, wp, n0, n1, got.data(), ldy);
+          std::vector<float> prepared(size_t(T) * K);  // bf16 kernels read x in their own layout
+          if (dtype == DType::bf16) kt->prepare_bf16_x(xp, T, K, prepared.data());
+          kt->matmul[int(dtype)](dtype == DType::bf16 ? prepared.data() : xp, T, K, wp, n0, n1, got.data(), ldy);
           for (int t = 0; t < T; ++t)
             for (int n = 0; n < ldy; ++n) {
               const size_t i = size_t(t) * ldy + n;
@@ -94,11 +96,13 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
     std::vector<float> x(size_t(T) * K);
     for (auto& v : x) v = u(rng);
     std::vector<float> all(size_t(T) * N), one(N);
-    kt->matmul[int(DType::bf16)](x.data(), T, K, w.data(0), 0, N, all.data(), N);
+    std::vector<float> xb(x.size());  // the bf16 kernel's layout of x: per row, so row t alone is row t of all
+    kt->prepare_bf16_x(x.data(), T, K, xb.data());
+    kt->matmul[int(DType::bf16)](xb.data(), T, K, w.data(0), 0, N, all.data(), N);
     for (int t = 0; t < T; ++t) {
       // Alone, and split into odd row ranges as threads would.
-      kt->matmul[int(DType::bf16)](&x[size_t(t) * K], 1, K, w.data(0), 0, 5, one.data(), N);
-      kt->matmul[int(DType::bf16)](&x[size_t(t) * K], 1, K, w.data(0), 5, N, one.data(), N);
+      kt->matmul[int(DType::bf16)](&xb[size_t(t) * K], 1, K, w.data(0), 0, 5, one.data(), N);
+      kt->matmul[int(DType::bf16)](&xb[size_t(t) * K], 1, K, w.data(0), 5, N, one.data(), N);
       for (int n = 0; n < N; ++n) ASSERT_EQ(one[n], all[size_t(t) * N + n]) << kt->name << " t=" << t << " n=" << n;
     }
   }
