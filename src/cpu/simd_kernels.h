@@ -1,7 +1,8 @@
 // The hot kernels written once over a vector type S (tinyBLAS-style); src/cpu/avx2 and
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
-// S provides: V, lanes, MR x NR (the register tile), zero(), set1, load, store, load_f16,
+// S provides: V, lanes, MR and MR_small (rows of x per tile in prefill and in batched decode),
+// nr(mr) (W rows per tile of mr rows of x), zero(), set1, load, store, load_f16,
 // bf16_even / bf16_odd (see below), fma(a, b, acc), hsum(V).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
@@ -64,7 +65,7 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
   const int kv = K - K % k_step<S, W>();
   for (int k = 0; k < kv; k += k_step<S, W>()) {
-    if constexpr (MR <= 2) {  // few tokens: memory-bound, so fetch the weight rows well ahead
+    {  // weight rows stream from memory once per token block: fetch them well ahead
       for (int c = 0; c < NR; ++c)
         _mm_prefetch(static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>() + kPrefetchBytes, _MM_HINT_T0);
     }
@@ -97,21 +98,22 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
     }
 }
 
-// Rows of x in groups of up to S::MR against W rows in groups of up to S::NR.
-template <class S, class W, int MR>
+// MR rows of x against W rows [n0, n1) in tiles of NR rows.
+template <class S, class W, int MR, int NR>
 inline void row_group(const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
   int n = n0;
-  if constexpr (MR == 1)  // one token: more weight rows in flight keep more memory requests going
-    for (; n + 2 * S::NR <= n1; n += 2 * S::NR) tile<S, W, 1, 2 * S::NR>(x, K, w, n, y, ldy);
-  for (; n + S::NR <= n1; n += S::NR) tile<S, W, MR, S::NR>(x, K, w, n, y, ldy);
+  for (; n + NR <= n1; n += NR) tile<S, W, MR, NR>(x, K, w, n, y, ldy);
   for (; n < n1; ++n) tile<S, W, MR, 1>(x, K, w, n, y, ldy);
 }
 
-template <class S, class W, int MR>
-inline void row_remainder(int rows, const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
+// row_group for a number of rows known only at run time (1 .. MR). Without NR, tiles take as many
+// W rows as the registers hold (S::nr): with few rows of x, the W rows in flight set the memory
+// parallelism.
+template <class S, class W, int MR, int NR = 0>
+inline void row_group_of(int rows, const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
   if constexpr (MR > 0) {
-    if (rows == MR) return row_group<S, W, MR>(x, K, w, n0, n1, y, ldy);
-    row_remainder<S, W, MR - 1>(rows, x, K, w, n0, n1, y, ldy);
+    if (rows == MR) return row_group<S, W, MR, NR ? NR : S::nr(MR)>(x, K, w, n0, n1, y, ldy);
+    row_group_of<S, W, MR - 1, NR>(rows, x, K, w, n0, n1, y, ldy);
   }
 }
 
@@ -132,22 +134,30 @@ void pair_permute(const float* x, int T, int K, float* out) {
   }
 }
 
-// Tokens are taken in blocks that stay in L2 while the block's W rows stream past once; a block
-// is a whole number of register tiles.
-template <class S, class W>
-void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
-  constexpr int kTokenBlock = S::MR * (64 / S::MR);
+// Tokens in blocks that stay in L2 while the block's W rows stream past once, each block a whole
+// number of MR-row tiles that all reuse the same NR rows of W.
+template <class S, class W, int MR>
+void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
+  constexpr int kTokenBlock = MR * (64 / MR), NR = S::nr(MR);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
-    const int n_block = T == 1 ? 64 : S::NR;  // one token: no reuse of W rows, so stream long runs
-    for (int nb = n0; nb < n1; nb += n_block) {
-      const int ne = nb + n_block < n1 ? nb + n_block : n1;
+    for (int nb = n0; nb < n1; nb += NR) {
+      const int ne = nb + NR < n1 ? nb + NR : n1;
       int t = t0;
-      for (; t + S::MR <= t1; t += S::MR)
-        row_group<S, W, S::MR>(x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
-      if (t < t1) row_remainder<S, W, S::MR - 1>(t1 - t, x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+      for (; t + MR <= t1; t += MR) row_group<S, W, MR, NR>(x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+      if (t < t1) row_group_of<S, W, MR - 1, NR>(t1 - t, x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
     }
   }
+}
+
+// One or two tokens: every row of x in one tile with as many W rows in flight as the registers
+// hold (memory-bound). A few tokens (batched decode): tiles of S::MR_small rows, which hold more
+// W rows than prefill's S::MR-row tiles. Prefill: S::MR-row tiles.
+template <class S, class W>
+void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
+  if (T <= 2) return row_group_of<S, W, 2>(T, x, K, w, n0, n1, y, ldy);
+  if (T <= 2 * S::MR_small) return blocked<S, W, S::MR_small>(x, T, K, w, n0, n1, y, ldy);
+  blocked<S, W, S::MR>(x, T, K, w, n0, n1, y, ldy);
 }
 
 // RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in

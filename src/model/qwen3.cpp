@@ -135,15 +135,26 @@ class Forward {
                   x.data());
   }
 
-  // HF: self.lm_head(hidden_states), only on the rows whose logits are wanted.
+  // HF: self.lm_head(hidden_states), only on the rows whose logits are wanted, all items in one
+  // product so the 151936-row matrix is read once per step.
   std::vector<std::vector<float>> lm_head(const std::vector<float>& x) {
-    const int D = c_.hidden_size, V = c_.vocab_size;
-    std::vector<std::vector<float>> logits(batch_.size());
+    const size_t D = c_.hidden_size, V = c_.vocab_size;
+    std::vector<float> wanted;  // [R, D]
+    std::vector<int> rows(batch_.size());
     for (size_t i = 0; i < batch_.size(); ++i) {
-      const int n = static_cast<int>(batch_[i].tokens.size()), rows = batch_[i].all_logits ? n : 1;
-      const int first = rows_.item_begin[i] + n - rows;
-      logits[i].resize(size_t(rows) * V);
-      ops::matmul(rt_, &x[size_t(first) * D], rows, w_.lm_head, logits[i].data());
+      const int n = static_cast<int>(batch_[i].tokens.size());
+      rows[i] = batch_[i].all_logits ? n : 1;
+      const size_t first = rows_.item_begin[i] + n - rows[i];
+      wanted.insert(wanted.end(), x.begin() + first * D, x.begin() + (first + rows[i]) * D);
+    }
+    const int R = static_cast<int>(wanted.size() / D);
+    std::vector<float> all(size_t(R) * V);  // [R, V]
+    ops::matmul(rt_, wanted.data(), R, w_.lm_head, all.data());
+    std::vector<std::vector<float>> logits(batch_.size());
+    size_t row = 0;
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      logits[i].assign(all.begin() + row * V, all.begin() + (row + rows[i]) * V);
+      row += rows[i];
     }
     return logits;
   }

@@ -1,4 +1,4 @@
-// AVX2 + FMA instantiation of the SIMD kernels (8 float lanes, 16 registers: a 2 x 4 tile).
+// AVX2 + FMA instantiation of the SIMD kernels (8 float lanes, 16 registers).
 #include <immintrin.h>
 
 #include "cpu/simd_kernels.h"
@@ -9,7 +9,9 @@ namespace {
 
 struct Avx2 {
   using V = __m256;
-  static constexpr int lanes = 8, MR = 2, NR = 4;
+  static constexpr int lanes = 8, MR = 2, MR_small = 2;
+  // Accumulators (mr x nr), W values (nr) and one x vector within the 16 registers.
+  static constexpr int nr(int mr) { return mr == 1 ? 6 : 4; }
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float a) { return _mm256_set1_ps(a); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }

@@ -1,4 +1,4 @@
-// AVX-512 instantiation of the SIMD kernels (16 float lanes, 32 registers: a 6 x 4 tile).
+// AVX-512 instantiation of the SIMD kernels (16 float lanes, 32 registers).
 #include <immintrin.h>
 
 #include "cpu/simd_kernels.h"
@@ -9,7 +9,9 @@ namespace {
 
 struct Avx512 {
   using V = __m512;
-  static constexpr int lanes = 16, MR = 6, NR = 4;
+  static constexpr int lanes = 16, MR = 6, MR_small = 4;
+  // Accumulators (mr x nr), W values (nr) and one x vector within the 32 registers.
+  static constexpr int nr(int mr) { return mr <= 2 ? 8 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3; }
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
