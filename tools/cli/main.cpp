@@ -6,7 +6,7 @@
 #include "qwen3/error.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"qwen3: Qwen3 inference on the CPU, from a Hugging Face model folder"};
+  CLI::App app{"qwen3: Qwen3 inference on the CPU, from a Hugging Face model folder or a Hub id fetched with `qwen3 pull`"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   qwen3::cli::add_run_command(app);
@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   qwen3::cli::add_bench_command(app);
   qwen3::cli::add_tokenize_command(app);
   qwen3::cli::add_template_command(app);
+  qwen3::cli::add_pull_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
