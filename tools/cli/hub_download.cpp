@@ -263,8 +263,10 @@ std::optional<HubFileInfo> hub_file_info(const HubEndpoint& hub, const std::stri
   const long status = t.status();
   const std::string http = " (HTTP " + std::to_string(status) + ")";
   if (status == 404 && header(t.responses.back(), "x-error-code") != "RepoNotFound") return std::nullopt;
+  // The Hub answers 401 for a repo that does not exist, or that is private to someone else.
   if (status == 401 || status == 404)
-    fail(repo + ": not found on " + hub.url + http + (hub.token.empty() ? "; if it is private, set HF_TOKEN" : ""));
+    fail(repo + ": not found on " + hub.url + http +
+         (status == 401 && hub.token.empty() ? "; if it is private, set HF_TOKEN" : ""));
   if (status == 403)
     fail(repo + ": access denied on " + hub.url + http + "; a gated repo needs HF_TOKEN from an account with access");
   if (status >= 400) fail(repo + ": " + file + ": HTTP " + std::to_string(status) + " from " + url);
@@ -324,7 +326,8 @@ fs::path hub_pull(const HubEndpoint& hub, const std::string& repo, PullProgress&
     std::set<std::string> shards;
     try {
       std::ifstream in(snapshot / "model.safetensors.index.json");
-      for (auto& [tensor, shard] : nlohmann::json::parse(in).at("weight_map").items()) shards.insert(shard.get<std::string>());
+      const auto index = nlohmann::json::parse(in);
+      for (auto& [tensor, shard] : index.at("weight_map").items()) shards.insert(shard.get<std::string>());
     } catch (const nlohmann::json::exception& e) {
       fail(repo + ": model.safetensors.index.json: " + e.what());
     }
