@@ -1,7 +1,9 @@
 // `qwen3 pull` against a fake Hub on 127.0.0.1 that serves the fixture model the way huggingface.co does.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 
 #include <chrono>
 #include <fstream>
@@ -264,6 +266,21 @@ TEST_F(PullCli, CorruptBodyIsRefusedAndDeleted) {
   EXPECT_FALSE(fs::exists(blob(hub, "model.safetensors")));
   EXPECT_FALSE(fs::exists(blob(hub, "model.safetensors").string() + ".incomplete"));
   EXPECT_FALSE(fs::exists(repo_dir() / "snapshots" / kCommit / "model.safetensors"));
+}
+
+TEST_F(PullCli, ABlobBeingDownloadedElsewhereIsLeftAlone) {
+  FakeHub hub;
+  // The lock huggingface_hub holds while it downloads a blob.
+  const fs::path lock = home_ / "hub" / ".locks" / "models--Qwen--Qwen3-tiny-test" / (hub.sha("model.safetensors") + ".lock");
+  fs::create_directories(lock.parent_path());
+  const int fd = ::open(lock.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  auto run = pull(hub);
+  ::close(fd);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("error: Qwen/Qwen3-tiny-test: model.safetensors: another download of it is running ("),
+            std::string::npos) << run.err;
+  EXPECT_EQ(hub.served("model.safetensors"), 0u);
 }
 
 TEST_F(PullCli, ShardedModelFetchesTheIndexAndItsShards) {

@@ -2,7 +2,10 @@
 #include "cli/hub_download.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <charconv>
@@ -199,10 +202,33 @@ void receive(const HubEndpoint& hub, const std::string& repo, const std::string&
          "` again to resume");
 }
 
+// An exclusive flock on <hub_cache>/.locks/models--owner--name/<etag>.lock, the lock huggingface_hub takes (its
+// filelock uses flock too), so two downloads of one blob never interleave their writes into one .incomplete file.
+class BlobLock {
+ public:
+  BlobLock(const fs::path& repo_dir, const std::string& etag, const std::string& what) {
+    const fs::path path = hub_cache() / ".locks" / repo_dir.filename() / (etag + ".lock");
+    fs::create_directories(path.parent_path());
+    fd_ = ::open(path.c_str(), O_CREAT | O_RDWR, 0644);
+    if (fd_ < 0) fail("cannot create " + path.string() + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      fail(what + ": another download of it is running (" + path.string() + " is locked)");
+    }
+  }
+  ~BlobLock() { ::close(fd_); }
+  BlobLock(const BlobLock&) = delete;
+  BlobLock& operator=(const BlobLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // Downloads into blobs/<etag>.incomplete, resuming what an earlier run left there, then verifies and renames it.
 void download(const HubEndpoint& hub, const std::string& repo, const std::string& file, const HubFileInfo& info,
               const fs::path& blob, PullProgress& progress) {
   fs::create_directories(blob.parent_path());
+  const BlobLock lock(blob.parent_path().parent_path(), info.etag, repo + ": " + file);
   const fs::path part = blob.string() + ".incomplete";
   uint64_t have = fs::is_regular_file(part) ? fs::file_size(part) : 0;
   if (have > info.size) {
