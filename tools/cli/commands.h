@@ -16,5 +16,6 @@ void add_template_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // tools/server
 void add_quantize_command(CLI::App& app);
 void add_quant_eval_command(CLI::App& app);
+void add_pull_command(CLI::App& app);
 
 }  // namespace qwen3::cli

@@ -23,11 +23,21 @@ fs::path hub_repo_dir(const std::string& repo_id) {
   return hub_cache() / name;
 }
 
+bool is_hub_id(const std::string& arg) {
+  const auto slash = arg.find('/');
+  if (slash == std::string::npos || slash != arg.rfind('/')) return false;
+  const std::string owner = arg.substr(0, slash), name = arg.substr(slash + 1);
+  // Hub names use these characters only; a leading '.' would make the id a relative path (or ".." in a URL).
+  auto ok = [](const std::string& part) {
+    return !part.empty() && part[0] != '.' &&
+           part.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos;
+  };
+  return ok(owner) && ok(name);
+}
+
 fs::path resolve_model(const std::string& arg) {
   if (fs::is_directory(arg)) return arg;
-  const bool hub_id = arg.find('/') != std::string::npos && arg.find('/') == arg.rfind('/') && arg[0] != '/' &&
-                      arg[0] != '.' && arg.back() != '/';
-  if (!hub_id) throw Error(ErrorKind::io, arg + ": no such model folder");
+  if (!is_hub_id(arg)) throw Error(ErrorKind::io, arg + ": no such model folder");
   const fs::path repo = hub_repo_dir(arg);
   std::string ref;
   if (std::ifstream in(repo / "refs" / "main"); in) in >> ref;
