@@ -21,11 +21,12 @@ void BM_QuantMatmul(benchmark::State& state) {
   std::mt19937 rng(1);
   std::normal_distribution<float> g(0, 1);
   std::vector<float> row(K);
-  std::vector<uint8_t> w(size_t(N) * row_bytes(dtype, K));
+  std::vector<uint8_t> plain(size_t(N) * row_bytes(dtype, K)), w(plain.size());
   for (int n = 0; n < N; ++n) {
     for (auto& v : row) v = g(rng);
-    quantize_row(dtype, row.data(), K, &w[n * row_bytes(dtype, K)]);
+    quantize_row(dtype, row.data(), K, &plain[n * row_bytes(dtype, K)]);
   }
+  interleave_rows(dtype, N, K, plain.data(), w.data());
   std::vector<int8_t> xq(size_t(T) * K);
   std::vector<float> xd(size_t(T) * K / kQuantBlock), y(size_t(T) * N);
   for (int t = 0; t < T; ++t) {
@@ -34,7 +35,7 @@ void BM_QuantMatmul(benchmark::State& state) {
   }
   const QuantMatmulKernel kernel = dtype == DType::q8_0 ? kt.matmul_q8_0 : kt.matmul_q4_0;
   for (auto _ : state) {
-    kernel(xq.data(), xd.data(), T, K, w.data(), 0, N, y.data(), N);
+    kernel(xq.data(), xd.data(), T, K, w.data(), N, 0, N, y.data(), N);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetLabel(std::string(kt.name) + " " + dtype_name(dtype));

@@ -1,16 +1,20 @@
-// Integer matmul kernels for q8_0 / q4_0 weights, written once over an int8 vector type S, the
-// way simd_kernels.h writes the float ones; src/cpu/<isa>/quant_kernels.cpp instantiate them.
+// Integer matmul kernels for q8_0 / q4_0 weights in the row-group layout, written once over an
+// int8 vector type S, the way simd_kernels.h writes the float ones; src/cpu/<isa>/quant_kernels.cpp
+// instantiate them.
 //
-// S provides: I (S::blocks blocks of 32 int8), V (float lanes matching udot's int32 lanes),
-// MR x NR (the register tile), vnni (udot is one instruction, so sign tricks are not needed),
-// load_x/load_q8/load_q4(ptr, nblk) (nblk < blocks zero-fills the rest), udot(u, s, acc)
-// (acc + sums of 4 unsigned x signed byte products per int32 lane), abs8, sign8(x, w) (x * sign w),
-// xor80, splat8, neg32, scale_w(block, stride, nblk), scale_x(d, nblk), cvt, mul, fma, hsum.
+// S provides: I (S::lanes int32 lanes of 4 bytes), V (S::lanes floats), MR (tokens per tile), vnni
+// (udot is one instruction, so sign tricks are not needed), load(p) (S::lanes x 4 bytes), bcast4(p)
+// (4 bytes into every lane), splat32, zero_i, zero, udot(u, s, acc) (acc + sums of 4 unsigned x
+// signed byte products per lane), abs8, sign8(x, w) (x * sign w), xor80, nib_lo, nib_hi, scales(p)
+// (S::lanes f16 to float), set1, add32, cvt, mul, fma, store(p, v, lo, hi) (lanes lo..hi-1 only).
 #pragma once
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "cpu/simd_kernels.h"
 #include "io/quant_blocks.h"
@@ -18,123 +22,144 @@
 
 namespace qwen3::cpu {
 
-// How one block format meets the int8 activations: an exact int32 dot product per lane.
+// How a row group's block meets the int8 activations: `steps` products of one 4-byte chunk per
+// row (one vector load) by 4 broadcast activation bytes at x + xoff(step), exact in int32.
 template <class S, DType W>
-struct QuantDot;
+struct Grouped;
 
-// q8_0: with VNNI, w + 128 is the unsigned operand and -128 * sum(x) (once per activation block,
-// shared by every weight row of a tile) corrects it. Without, |w| x (x * sign w) keeps maddubs'
-// int16 pairs from saturating.
+// q8_0: with VNNI, w + 128 is the unsigned operand and `corr` x sum(x) (once per token and block)
+// corrects it. Without, |w| x (x * sign w) keeps maddubs' int16 pairs from saturating.
 template <class S>
-struct QuantDot<S, DType::q8_0> {
+struct Grouped<S, DType::q8_0> {
   using I = typename S::I;
-  static constexpr int bytes = kQ8Bytes;
+  static constexpr int bytes = kQ8Bytes, steps = kQuantBlock / kQuantChunk, corr = S::vnni ? -128 : 0;
   struct Wp {
-    I a, b;
+    I u, w;
   };
-  struct Xp {
-    I x, corr;
-  };
-  static Wp prep_w(const uint8_t* p, int nblk) {
-    const I w = S::load_q8(p, nblk);
+  static Wp prep(const uint8_t* q, int step) {
+    const I w = S::load(q + step * kQuantRows * kQuantChunk);
     if constexpr (S::vnni) return {S::xor80(w), w};
     else return {S::abs8(w), w};
   }
-  static Xp prep_x(I x) {
-    if constexpr (S::vnni) return {x, S::neg32(S::udot(S::splat8(-128), x, S::zero_i()))};
-    else return {x, x};
-  }
-  static I dot(const Wp& w, const Xp& x) {
-    if constexpr (S::vnni) return S::udot(w.a, x.x, x.corr);
-    else return S::udot(w.a, S::sign8(x.x, w.b), S::zero_i());
+  static constexpr int xoff(int step) { return step * kQuantChunk; }
+  static I dot(const Wp& w, I x, I acc) {
+    if constexpr (S::vnni) return S::udot(w.u, x, acc);
+    else return S::udot(w.u, S::sign8(x, w.w), acc);
   }
 };
 
-// q4_0: the nibbles (0..15) are the unsigned operand; -8 * sum(x), once per token block, corrects.
+// q4_0: the nibbles (0..15) are the unsigned operand, -8 x sum(x) corrects. Steps 0..3 take chunk
+// j's low nibbles (elements 4j..), steps 4..7 its high nibbles (elements 16 + 4j..).
 template <class S>
-struct QuantDot<S, DType::q4_0> {
+struct Grouped<S, DType::q4_0> {
   using I = typename S::I;
-  static constexpr int bytes = kQ4Bytes;
+  static constexpr int bytes = kQ4Bytes, steps = kQuantBlock / kQuantChunk, corr = -8;
   struct Wp {
     I u;
   };
-  struct Xp {
-    I x, corr;
-  };
-  static Wp prep_w(const uint8_t* p, int nblk) { return {S::load_q4(p, nblk)}; }
-  static Xp prep_x(I x) { return {x, S::neg32(S::udot(S::splat8(8), x, S::zero_i()))}; }
-  static I dot(const Wp& w, const Xp& x) { return S::udot(w.u, x.x, x.corr); }
+  static Wp prep(const uint8_t* q, int step) {
+    const I w = S::load(q + step % 4 * kQuantRows * kQuantChunk);
+    return {step < 4 ? S::nib_lo(w) : S::nib_hi(w)};
+  }
+  static constexpr int xoff(int step) { return step / 4 * kQuantBlock / 2 + step % 4 * kQuantChunk; }
+  static I dot(const Wp& w, I x, I acc) { return S::udot(w.u, x, acc); }
 };
 
-// An MR x NR block of outputs. Each output accumulates, per step of S::blocks blocks, its exact
-// integer lanes times (weight scale x activation scale), lane-wise in float, then sums the lanes
-// (hsum): the same operations for every tile shape, so batching never changes a result.
-template <class S, DType W, int MR, int NR>
-inline void quant_tile(const int8_t* xq, const float* xd, int K, const uint8_t* w, int n, float* y, int ldy) {
-  using D = QuantDot<S, W>;
+// MR tokens against one complete row group at g; writes outputs lo..hi-1 of the group (y points at
+// its first). Per block, the prepared weights and the 16 scales serve all MR tokens, and each
+// token pays one convert, one scale product and one FMA per S::lanes outputs.
+template <class S, DType W, int MR>
+inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, int K, const uint8_t* g, float* y,
+                       int ldy, int lo, int hi) {
+  using F = Grouped<S, W>;
+  using I = typename S::I;
   using V = typename S::V;
+  constexpr int nv = kQuantRows / S::lanes, chains = MR == 1 ? 2 : 1;  // one token: two int chains hide latency
   const int nb = K / kQuantBlock;
-  const size_t rb = size_t(nb) * D::bytes;
-  V acc[MR][NR];
+  V acc[MR][nv];
   for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
-  for (int b = 0; b < nb; b += S::blocks) {
-    const int nblk = nb - b < S::blocks ? nb - b : S::blocks;
-    typename D::Wp wp[NR];
-    V ws[NR];
-    for (int c = 0; c < NR; ++c) {
-      const uint8_t* p = w + size_t(n + c) * rb + size_t(b) * D::bytes;
-      if constexpr (MR <= 2) _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
-      wp[c] = D::prep_w(p, nblk);
-      ws[c] = S::scale_w(p, D::bytes, nblk);
+    for (int v = 0; v < nv; ++v) acc[r][v] = S::zero();
+  for (int b = 0; b < nb; ++b) {
+    const uint8_t* blk = g + size_t(b) * kQuantRows * F::bytes;
+    if constexpr (MR == 1)
+      for (int l = 0; l < kQuantRows * F::bytes; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + 2 * kPrefetchBytes + l, _MM_HINT_T0);
+    V ws[nv];
+    typename F::Wp wp[F::steps][nv];
+    for (int v = 0; v < nv; ++v) {
+      ws[v] = S::scales(blk + 2 * S::lanes * v);
+      for (int s = 0; s < F::steps; ++s) wp[s][v] = F::prep(blk + 2 * kQuantRows + kQuantChunk * S::lanes * v, s);
     }
     for (int r = 0; r < MR; ++r) {
-      const typename D::Xp xp = D::prep_x(S::load_x(xq + size_t(r) * K + size_t(b) * kQuantBlock, nblk));
-      const V xs = S::scale_x(xd + size_t(r) * nb + b, nblk);
-      for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(S::cvt(D::dot(wp[c], xp)), S::mul(ws[c], xs), acc[r][c]);
+      const int8_t* x = xq + size_t(r) * K + size_t(b) * kQuantBlock;
+      I isum[chains][nv];
+      for (int v = 0; v < nv; ++v) {
+        isum[0][v] = F::corr ? S::splat32(F::corr * xsum[r * nb + b]) : S::zero_i();
+        if constexpr (chains == 2) isum[1][v] = S::zero_i();
+      }
+      for (int s = 0; s < F::steps; ++s) {
+        const I xb = S::bcast4(x + F::xoff(s));
+        for (int v = 0; v < nv; ++v) isum[s % chains][v] = F::dot(wp[s][v], xb, isum[s % chains][v]);
+      }
+      const V xs = S::set1(xd[r * nb + b]);
+      for (int v = 0; v < nv; ++v) {
+        const I sum = chains == 2 ? S::add32(isum[0][v], isum[chains - 1][v]) : isum[0][v];  // exact
+        acc[r][v] = S::fma(S::cvt(sum), S::mul(ws[v], xs), acc[r][v]);
+      }
     }
   }
   for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < NR; ++c) y[size_t(r) * ldy + n + c] = S::hsum(acc[r][c]);
+    for (int v = 0; v < nv; ++v)
+      S::store(y + size_t(r) * ldy + v * S::lanes, acc[r][v], std::max(lo - v * S::lanes, 0),
+               std::min(hi - v * S::lanes, S::lanes));
 }
 
-// Rows of x in groups of up to S::MR against W rows in groups of up to S::NR.
+// Tiles of MR tokens, then the remaining 1..MR-1 tokens as one smaller tile.
 template <class S, DType W, int MR>
-inline void quant_rows(const int8_t* xq, const float* xd, int K, const uint8_t* w, int n0, int n1, float* y, int ldy) {
-  int n = n0;
-  if constexpr (MR == 1)  // one token: more weight rows in flight keep more memory requests going
-    for (; n + 2 * S::NR <= n1; n += 2 * S::NR) quant_tile<S, W, 1, 2 * S::NR>(xq, xd, K, w, n, y, ldy);
-  for (; n + S::NR <= n1; n += S::NR) quant_tile<S, W, MR, S::NR>(xq, xd, K, w, n, y, ldy);
-  for (; n < n1; ++n) quant_tile<S, W, MR, 1>(xq, xd, K, w, n, y, ldy);
+inline void group_tokens(int T, const int8_t* xq, const float* xd, const int32_t* xsum, int K, const uint8_t* g,
+                         float* y, int ldy, int lo, int hi) {
+  const int nb = K / kQuantBlock;
+  int t = 0;
+  for (; t + MR <= T; t += MR)
+    group_tile<S, W, MR>(xq + size_t(t) * K, xd + size_t(t) * nb, xsum + size_t(t) * nb, K, g, y + size_t(t) * ldy,
+                         ldy, lo, hi);
+  if constexpr (MR > 1)
+    if (t < T)
+      group_tokens<S, W, MR - 1>(T - t, xq + size_t(t) * K, xd + size_t(t) * nb, xsum + size_t(t) * nb, K, g,
+                                 y + size_t(t) * ldy, ldy, lo, hi);
 }
 
-template <class S, DType W, int MR>
-inline void quant_rows_remainder(int rows, const int8_t* xq, const float* xd, int K, const uint8_t* w, int n0, int n1,
-                                 float* y, int ldy) {
-  if constexpr (MR > 0) {
-    if (rows == MR) return quant_rows<S, W, MR>(xq, xd, K, w, n0, n1, y, ldy);
-    quant_rows_remainder<S, W, MR - 1>(rows, xq, xd, K, w, n0, n1, y, ldy);
-  }
-}
-
-// Tokens in blocks that stay in L2 while the block's W rows stream past once.
+// Tokens in blocks that stay in L2 while row groups stream past once; each group stays in L1/L2
+// while the block's tokens take it in tiles.
 template <class S, DType W>
-void matmul_quant(const int8_t* xq, const float* xd, int T, int K, const void* wv, int n0, int n1, float* y, int ldy) {
+void matmul_quant(const int8_t* xq, const float* xd, int T, int K, const void* wv, int N, int n0, int n1, float* y,
+                  int ldy) {
   constexpr int kTokenBlock = 64;
   const auto* w = static_cast<const uint8_t*>(wv);
   const int nb = K / kQuantBlock;
-  for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
-    const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
-    const int n_block = T == 1 ? 64 : S::NR;  // one token: no reuse of W rows, so stream long runs
-    for (int nbeg = n0; nbeg < n1; nbeg += n_block) {
-      const int nend = nbeg + n_block < n1 ? nbeg + n_block : n1;
-      int t = t0;
-      for (; t + S::MR <= t1; t += S::MR)
-        quant_rows<S, W, S::MR>(xq + size_t(t) * K, xd + size_t(t) * nb, K, w, nbeg, nend, y + size_t(t) * ldy, ldy);
-      if (t < t1)
-        quant_rows_remainder<S, W, S::MR - 1>(t1 - t, xq + size_t(t) * K, xd + size_t(t) * nb, K, w, nbeg, nend,
-                                              y + size_t(t) * ldy, ldy);
-    }
+  const size_t rb = row_bytes(W, K);
+  // The per-block sums of x for the unsigned-operand correction, once per call.
+  thread_local std::vector<int32_t> xsum;
+  xsum.assign(size_t(T) * nb, 0);
+  if constexpr (Grouped<S, W>::corr != 0)
+    for (size_t i = 0; i < xsum.size(); ++i)
+      for (int k = 0; k < kQuantBlock; ++k) xsum[i] += xq[i * kQuantBlock + k];
+  auto groups = [&](const uint8_t* g0, int first, int end) {  // groups from row `first` at g0, up to row end
+    for (int t0 = 0; t0 < T; t0 += kTokenBlock)
+      for (int g = std::max(n0, first) / kQuantRows * kQuantRows; g < end; g += kQuantRows)
+        group_tokens<S, W, S::MR>(std::min(T - t0, kTokenBlock), xq + size_t(t0) * K, xd + size_t(t0) * nb,
+                                  xsum.data() + size_t(t0) * nb, K, g0 + (g - first) * rb, y + size_t(t0) * ldy + g,
+                                  ldy, std::max(n0 - g, 0), std::min(end - g, kQuantRows));
+  };
+  const int full = N / kQuantRows * kQuantRows;
+  groups(w, 0, std::min(n1, full));
+  if (n1 > full) {
+    // The last N % 16 rows are plain blocks: padded with zero rows into one group, they go
+    // through the same code, so each keeps the reduction order it would have in a full group.
+    std::vector<uint8_t> plain(kQuantRows * rb), group(kQuantRows * rb);
+    std::memcpy(plain.data(), w + full * rb, (N - full) * rb);
+    interleave_rows(W, kQuantRows, K, plain.data(), group.data());
+    groups(group.data(), full, n1);
   }
 }
 

@@ -63,6 +63,37 @@ void quantize_row(DType to, const float* x, int K, uint8_t* out) {
   else quantize_row_q4_0(x, K, out);
 }
 
+namespace {
+
+// Byte offset, inside a complete group, of row r's block b quant byte i (scale bytes: i = -2, -1).
+size_t group_offset(DType t, int b, int r, int i) {
+  const int bytes = t == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
+  const size_t block = size_t(b) * kQuantRows * bytes;
+  if (i < 0) return block + 2 * r + (i + 2);
+  return block + 2 * kQuantRows + (i / kQuantChunk * kQuantRows + r) * kQuantChunk + i % kQuantChunk;
+}
+
+}  // namespace
+
+void interleave_rows(DType t, int rows, int K, const uint8_t* plain, uint8_t* out) {
+  const size_t rb = row_bytes(t, K), bytes = t == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
+  const int full = rows / kQuantRows * kQuantRows;
+  for (int g = 0; g < full; g += kQuantRows)
+    for (int r = 0; r < kQuantRows; ++r)
+      for (int b = 0; b < K / kQuantBlock; ++b)
+        for (int i = -2; i < int(bytes) - 2; ++i)
+          out[g * rb + group_offset(t, b, r, i)] = plain[(g + r) * rb + b * bytes + 2 + i];
+  std::memcpy(out + full * rb, plain + full * rb, (rows - full) * rb);
+}
+
+void extract_row(DType t, const uint8_t* w, int N, int K, int n, uint8_t* out) {
+  const size_t rb = row_bytes(t, K), bytes = t == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
+  const int g = n / kQuantRows * kQuantRows;
+  if (g + kQuantRows > N) return void(std::memcpy(out, w + n * rb, rb));
+  for (int b = 0; b < K / kQuantBlock; ++b)
+    for (int i = -2; i < int(bytes) - 2; ++i) out[b * bytes + 2 + i] = w[g * rb + group_offset(t, b, n - g, i)];
+}
+
 void dequantize_row(DType from, const void* row, int K, float* out) {
   const auto* p = static_cast<const uint8_t*>(row);
   switch (from) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/json_file.h"
+#include "io/quant_blocks.h"
 #include "qwen3/error.h"
 
 namespace qwen3::io {
@@ -27,12 +28,21 @@ DType parse_dtype(const std::string& s, const std::string& file, const std::stri
        "tensor " + tensor + ": unsupported dtype " + s + " (supported: BF16, F16, F32, Q8_0, Q4_0)");
 }
 
-// A quantized folder says so in the metadata; an unknown scheme is refused rather than misread.
-void check_metadata(const nlohmann::json& meta, const std::string& file) {
-  if (!meta.is_object() || !meta.contains("quantization")) return;
+// A quantized folder says so in the metadata, with the layout of its matrices; an unknown scheme
+// or layout is refused rather than misread. Returns whether block-quantized tensors may follow.
+bool check_metadata(const nlohmann::json& meta, const std::string& file) {
+  if (!meta.is_object() || !meta.contains("quantization")) return false;
   const auto& q = meta["quantization"];
   if (!q.is_string() || (q != "q8_0" && q != "q4_0"))
     fail(ErrorKind::unsupported, file, "unknown quantization " + q.dump() + " in __metadata__ (supported: q8_0, q4_0)");
+  if (!meta.contains("layout"))
+    fail(ErrorKind::unsupported, file,
+         std::string("quantized in the plain row layout of an older qwen3 quantize; run `qwen3 quantize` again "
+                     "on the float model (this build reads layout \"") + kQuantLayout + "\")");
+  if (meta["layout"] != kQuantLayout)
+    fail(ErrorKind::unsupported, file,
+         "unknown layout " + meta["layout"].dump() + " in __metadata__ (supported: \"" + kQuantLayout + "\")");
+  return true;
 }
 
 }  // namespace
@@ -61,9 +71,10 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
 
   std::vector<TensorView> out;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  bool quantized_layout = false;
   for (auto& [name, entry] : j.items()) {
     if (name == "__metadata__") {
-      check_metadata(entry, file);
+      quantized_layout = check_metadata(entry, file);
       continue;
     }
     auto bad = [&](const std::string& what) { fail(ErrorKind::format, file, "tensor " + name + ": " + what); };
@@ -103,6 +114,10 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
     if (t.nbytes) ranges.emplace_back(begin, end);
     out.push_back(std::move(t));
   }
+  for (const auto& t : out)
+    if (is_block_quantized(t.dtype) && !quantized_layout)
+      fail(ErrorKind::unsupported, file,
+           "tensor " + t.name + " is " + dtype_name(t.dtype) + " but __metadata__ names no quantization layout");
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second)

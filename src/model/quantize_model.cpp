@@ -2,8 +2,8 @@
 //
 // model.safetensors keeps the safetensors framing (8-byte header length, JSON header padded with
 // spaces to 8 bytes, tensor bytes back to back) with two custom dtypes, "Q8_0" and "Q4_0": the
-// shape is the logical [rows, cols] matrix and the bytes are rows of blocks (io/quant_blocks.h).
-// __metadata__ holds {"quantization": "q8_0" | "q4_0"}.
+// shape is the logical [rows, cols] matrix and the bytes are its row groups (io/quant_blocks.h).
+// __metadata__ holds {"quantization": "q8_0" | "q4_0", "layout": kQuantLayout}.
 #include "qwen3/quantize.h"
 
 #include <fstream>
@@ -71,7 +71,7 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
     total += t.nbytes;
   }
 
-  nlohmann::json header = {{"__metadata__", {{"format", "pt"}, {"quantization", dtype_name(to)}}}};
+  nlohmann::json header = {{"__metadata__", {{"format", "pt"}, {"quantization", dtype_name(to)}, {"layout", kQuantLayout}}}};
   for (const auto& p : plan)
     header[p.source->name] = {{"dtype", safetensors_dtype(p.dtype)}, {"shape", p.source->shape}, {"data_offsets", {p.begin, p.end}}};
   std::string text = header.dump();

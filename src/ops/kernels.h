@@ -12,11 +12,12 @@ namespace qwen3::ops {
 // n range, so results do not change with batching or threading.
 using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy);
 
-// The same contract for block-quantized w (q8_0, q4_0), with x already quantized per row:
-// xq [T, K] int8 and xd [T, K / 32] float scales (io/quant_blocks.h). Each block's integer dot
-// product is exact; the float sum over blocks has the same order for every T and n range.
-using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, int T, int K, const void* w, int n0, int n1,
-                                   float* y, int ldy);
+// The same contract for block-quantized w (q8_0, q4_0) of N rows in the grouped layout of
+// io/quant_blocks.h, with x already quantized per row: xq [T, K] int8 and xd [T, K / 32] float
+// scales. Each block's integer dot product is exact; each output then takes, block after block,
+// acc = fma(float(isum), d_w * d_x, acc): one order for every T, n range and row group.
+using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, int T, int K, const void* w, int N, int n0,
+                                   int n1, float* y, int ldy);
 
 struct KernelTable {
   const char* name;

@@ -40,7 +40,9 @@ void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* o
     float* row = out + t * D;
     const size_t base = size_t(ids[t]) * D;
     if (is_block_quantized(table.dtype)) {
-      dequantize_row(table.dtype, static_cast<const uint8_t*>(table.data) + ids[t] * row_bytes(table.dtype, D), D, row);
+      std::vector<uint8_t> blocks(row_bytes(table.dtype, D));
+      extract_row(table.dtype, static_cast<const uint8_t*>(table.data), table.rows, D, ids[t], blocks.data());
+      dequantize_row(table.dtype, blocks.data(), D, row);
       continue;
     }
     for (int i = 0; i < D; ++i) {
@@ -69,8 +71,8 @@ void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) { mat
 
 void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products) {
   // Threads take whole blocks of W rows, numbered across the matrices in order: every thread
-  // streams its own contiguous part of the weights.
-  constexpr int kRowsPerUnit = 16;
+  // streams its own contiguous part of the weights, in whole row groups of the quantized layout.
+  constexpr int kRowsPerUnit = kQuantRows;
   int units = 0;
   bool quantized = false, bf16 = false;
   for (const Product& p : products) {
@@ -103,7 +105,7 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
         const int n0 = (ub - first) * kRowsPerUnit, n1 = std::min(p.w.rows, (ue - first) * kRowsPerUnit);
         if (is_block_quantized(p.w.dtype))
           (p.w.dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
-              rt.xq.data(), rt.xd.data(), T, p.w.cols, p.w.data, n0, n1, p.y, p.w.rows);
+              rt.xq.data(), rt.xd.data(), T, p.w.cols, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
         else
           rt.kernels.matmul[static_cast<int>(p.w.dtype)](p.w.dtype == DType::bf16 ? rt.xb.data() : x, T, p.w.cols,
                                                          p.w.data, n0, n1, p.y, p.w.rows);
@@ -114,12 +116,18 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
 }
 
 void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out) {
+  // Threads take whole row groups: each quantizes its rows plain, then interleaves them.
   const size_t in_row = row_bytes(w.dtype, w.cols), out_row = row_bytes(to, w.cols);
-  rt.pool.run(w.rows, [&](int b, int e) {
+  rt.pool.run((w.rows + kQuantRows - 1) / kQuantRows, [&](int b, int e) {
     std::vector<float> row(w.cols);
-    for (int r = b; r < e; ++r) {
-      dequantize_row(w.dtype, static_cast<const uint8_t*>(w.data) + r * in_row, w.cols, row.data());
-      quantize_row(to, row.data(), w.cols, out + r * out_row);
+    std::vector<uint8_t> plain(kQuantRows * out_row);
+    for (int g = b; g < e; ++g) {
+      const int r0 = g * kQuantRows, rows = std::min(kQuantRows, w.rows - r0);
+      for (int r = 0; r < rows; ++r) {
+        dequantize_row(w.dtype, static_cast<const uint8_t*>(w.data) + (r0 + r) * in_row, w.cols, row.data());
+        quantize_row(to, row.data(), w.cols, &plain[r * out_row]);
+      }
+      interleave_rows(to, rows, w.cols, plain.data(), out + r0 * out_row);
     }
   });
 }

@@ -60,7 +60,8 @@ struct Product {
 };
 void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products);
 
-// w's rows quantized to `to` (q8_0 or q4_0; w.cols % 32 == 0).     out [rows, row_bytes(to, cols)]
+// w quantized to `to` (q8_0 or q4_0; w.cols % 32 == 0) in the row-group layout of
+// io/quant_blocks.h.                                               out [rows, row_bytes(to, cols)]
 void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out);
 
 // The rotary angles of one position, computed in float32 as HF does:

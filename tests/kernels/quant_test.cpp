@@ -1,6 +1,7 @@
 // Block quantization round trips, and every integer matmul kernel against the scalar reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -84,11 +85,42 @@ struct QuantWeights {
   const uint8_t* data() const { return bytes.data() + misalign; }
 };
 
+// Plain rows of random blocks, N x row_bytes.
+std::vector<uint8_t> random_plain_rows(DType dtype, int N, int K, std::mt19937& rng) {
+  std::vector<uint8_t> plain(N * row_bytes(dtype, K));
+  auto f = random_values(size_t(N) * K, rng, 0.05f);
+  for (int n = 0; n < N; ++n) quantize_row(dtype, &f[size_t(n) * K], K, &plain[n * row_bytes(dtype, K)]);
+  return plain;
+}
+
+// In the kernels' row-group layout.
 QuantWeights random_quant_weights(DType dtype, int N, int K, int misalign, std::mt19937& rng) {
   QuantWeights w{std::vector<uint8_t>(misalign + N * row_bytes(dtype, K)), misalign};
-  auto f = random_values(size_t(N) * K, rng, 0.05f);
-  for (int n = 0; n < N; ++n) quantize_row(dtype, &f[size_t(n) * K], K, &w.bytes[misalign + n * row_bytes(dtype, K)]);
+  interleave_rows(dtype, N, K, random_plain_rows(dtype, N, K, rng).data(), w.bytes.data() + misalign);
   return w;
+}
+
+TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
+  std::mt19937 rng(4);
+  for (DType dtype : {DType::q8_0, DType::q4_0})
+    for (int N : {1, 15, 16, 17, 32, 45}) {
+      const int K = 96;
+      const size_t rb = row_bytes(dtype, K);
+      const auto plain = random_plain_rows(dtype, N, K, rng);
+      std::vector<uint8_t> grouped(plain.size()), row(rb);
+      interleave_rows(dtype, N, K, plain.data(), grouped.data());
+      if (N >= 16) {
+        EXPECT_NE(grouped, plain) << "complete groups are interleaved";
+      }
+      for (int n = 0; n < N; ++n) {
+        extract_row(dtype, grouped.data(), N, K, n, row.data());
+        ASSERT_TRUE(std::equal(row.begin(), row.end(), plain.begin() + n * rb)) << dtype_name(dtype) << " N " << N << " n " << n;
+      }
+      // The q8_0 layout's first chunk: row r's first 4 quants after the group's 16 scales.
+      if (dtype == DType::q8_0 && N >= 16) {
+        for (int r = 0; r < 16; ++r) ASSERT_EQ(grouped[32 + 4 * r + 1], plain[r * rb + 2 + 1]);
+      }
+    }
 }
 
 struct QuantActivations {
@@ -114,7 +146,8 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
     for (DType dtype : {DType::q8_0, DType::q4_0}) {
       for (int K : {32, 64, 96, 160, 1024, 3072}) {
         for (int T = 1; T <= 13; ++T) {
-          const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;  // a sub-range of rows, sentinels around it
+          // A sub-range of rows, sentinels around it: part of a 16-row group, and a plain tail row.
+          const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;
           const int misalign = (K / 32 + T) % 3;            // byte offsets off any alignment
           QuantWeights w = random_quant_weights(dtype, N, K, misalign, rng);
           QuantActivations x = random_activations(T, K, misalign, rng);
@@ -122,10 +155,11 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           std::vector<float> want(size_t(T) * ldy, sentinel), got(size_t(T) * ldy, sentinel);
           const int8_t* xq = x.q.data() + misalign;
           const float* xd = x.d.data() + 1;
-          kernel_of(ops::reference_kernels(), dtype)(xq, xd, T, K, w.data(), n0, n1, want.data(), ldy);
-          kernel_of(*kt, dtype)(xq, xd, T, K, w.data(), n0, n1, got.data(), ldy);
+          kernel_of(ops::reference_kernels(), dtype)(xq, xd, T, K, w.data(), N, n0, n1, want.data(), ldy);
+          kernel_of(*kt, dtype)(xq, xd, T, K, w.data(), N, n0, n1, got.data(), ldy);
           const size_t rb = row_bytes(dtype, K);
           std::vector<float> wrow(K);
+          std::vector<uint8_t> blocks(rb);
           for (int t = 0; t < T; ++t)
             for (int n = 0; n < ldy; ++n) {
               const size_t i = size_t(t) * ldy + n;
@@ -135,7 +169,8 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
               }
               // Block sums are exact integers; only the float sum over K / 32 scaled blocks (and
               // the lanes) rounds, so both results are within (K / 32 + 16) * eps * sum|x_k w_k|.
-              dequantize_row(dtype, w.data() + n * rb, K, wrow.data());
+              extract_row(dtype, w.data(), N, K, n, blocks.data());
+              dequantize_row(dtype, blocks.data(), K, wrow.data());
               float sum_abs = 0;
               for (int k = 0; k < K; ++k) sum_abs += std::abs(xq[size_t(t) * K + k] * xd[(size_t(t) * K + k) / 32] * wrow[k]);
               const float tol = 2 * (K / 32 + 16) * eps * sum_abs;
@@ -150,18 +185,19 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
 
 TEST(QuantMatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   std::mt19937 rng(7);
-  const int K = 1024 + 32, N = 37, T = 11;  // an odd block count exercises the AVX-512 tail
+  // Two row groups and a plain tail of 5 rows; T spans two token blocks of 64 and a partial tile.
+  const int K = 1024 + 32, N = 37, T = 75;
   for (const ops::KernelTable* kt : quant_tables()) {
     for (DType dtype : {DType::q8_0, DType::q4_0}) {
       QuantWeights w = random_quant_weights(dtype, N, K, 0, rng);
       QuantActivations x = random_activations(T, K, 0, rng);
       const float* xd = x.d.data() + 1;
       std::vector<float> all(size_t(T) * N), one(N);
-      kernel_of(*kt, dtype)(x.q.data(), xd, T, K, w.data(), 0, N, all.data(), N);
+      kernel_of(*kt, dtype)(x.q.data(), xd, T, K, w.data(), N, 0, N, all.data(), N);
       for (int t = 0; t < T; ++t) {
-        // Alone, and split into odd row ranges as threads would.
-        kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, 1, K, w.data(), 0, 5, one.data(), N);
-        kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, 1, K, w.data(), 5, N, one.data(), N);
+        // Alone, and split into odd row ranges that cut groups and the tail.
+        for (auto [n0, n1] : {std::pair{0, 5}, {5, 20}, {20, 34}, {34, N}})
+          kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, 1, K, w.data(), N, n0, n1, one.data(), N);
         for (int n = 0; n < N; ++n)
           ASSERT_EQ(one[n], all[size_t(t) * N + n]) << kt->name << " " << dtype_name(dtype) << " t=" << t << " n=" << n;
       }

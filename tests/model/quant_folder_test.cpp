@@ -126,6 +126,21 @@ TEST_F(BadQuantFolder, UnknownQuantizationInMetadata) {
   expect_error(ErrorKind::unsupported, {"unknown quantization \"q3_k\""});
 }
 
+TEST_F(BadQuantFolder, PlainRowLayoutOfOlderFolders) {
+  edit_header([](nlohmann::json& h) { h["__metadata__"].erase("layout"); });
+  expect_error(ErrorKind::unsupported, {"model.safetensors", "older qwen3 quantize", "rows16"});
+}
+
+TEST_F(BadQuantFolder, UnknownLayout) {
+  edit_header([](nlohmann::json& h) { h["__metadata__"]["layout"] = "rows32"; });
+  expect_error(ErrorKind::unsupported, {"unknown layout \"rows32\"", "rows16"});
+}
+
+TEST_F(BadQuantFolder, QuantizedTensorsWithoutMetadata) {
+  edit_header([](nlohmann::json& h) { h.erase("__metadata__"); });
+  expect_error(ErrorKind::unsupported, {"q8_0", "no quantization layout"});
+}
+
 TEST_F(BadQuantFolder, QuantizedNormVector) {
   edit_header([](nlohmann::json& h) {
     auto& n = h["model.norm.weight"];  // f32 [64], relabelled as q8_0 [64] with a consistent byte count
