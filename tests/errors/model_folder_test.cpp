@@ -8,6 +8,7 @@
 #include "io/json_file.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
+#include "safetensors_edit.h"
 #include "test_paths.h"
 
 namespace qwen3 {
@@ -34,15 +35,7 @@ class BadFolder : public testing::Test {
 
   // Rewrites model.safetensors with `edit` applied to its header.
   void edit_header(const std::function<void(nlohmann::json&)>& edit) {
-    std::string file = read("model.safetensors");
-    uint64_t len = 0;
-    for (int i = 7; i >= 0; --i) len = len << 8 | uint8_t(file[i]);
-    auto header = nlohmann::json::parse(file.substr(8, len));
-    edit(header);
-    std::string h = header.dump();
-    std::string out(8, '\0');
-    for (int i = 0; i < 8; ++i) out[i] = char((h.size() >> (8 * i)) & 0xff);
-    write("model.safetensors", out + h + file.substr(8 + len));
+    test::edit_safetensors_header(dir_ / "model.safetensors", edit);
   }
   void edit_config(const std::function<void(nlohmann::json&)>& edit) {
     auto j = nlohmann::json::parse(read("config.json"));

@@ -11,6 +11,7 @@
 #include "qwen3/error.h"
 #include "qwen3/model.h"
 #include "qwen3/quantize.h"
+#include "safetensors_edit.h"
 #include "test_paths.h"
 
 namespace qwen3 {
@@ -80,15 +81,7 @@ class BadQuantFolder : public testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   void edit_header(const std::function<void(nlohmann::json&)>& edit) {
-    std::string file = io::read_file(dir_ / "model.safetensors");
-    uint64_t len = 0;
-    for (int i = 7; i >= 0; --i) len = len << 8 | uint8_t(file[i]);
-    auto header = nlohmann::json::parse(file.substr(8, len));
-    edit(header);
-    std::string h = header.dump();
-    std::string out(8, '\0');
-    for (int i = 0; i < 8; ++i) out[i] = char((h.size() >> (8 * i)) & 0xff);
-    std::ofstream(dir_ / "model.safetensors", std::ios::binary | std::ios::trunc) << out + h + file.substr(8 + len);
+    test::edit_safetensors_header(dir_ / "model.safetensors", edit);
   }
 
   void expect_error(ErrorKind kind, std::initializer_list<std::string> fragments) {
