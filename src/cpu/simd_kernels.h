@@ -49,9 +49,7 @@ constexpr size_t kPrefetchBytes = 512;
 
 template <class W>
 inline float scalar_w(const void* w, size_t i) {
-  if constexpr (std::is_same_v<W, float>) return static_cast<const float*>(w)[i];
-  else if constexpr (std::is_same_v<W, Bf16>) return bf16_to_f32(static_cast<const uint16_t*>(w)[i]);
-  else return f16_to_f32(static_cast<const uint16_t*>(w)[i]);
+  return float_at(std::is_same_v<W, float> ? DType::f32 : std::is_same_v<W, Bf16> ? DType::bf16 : DType::f16, w, i);
 }
 
 // An MR x NR block of outputs. Each output accumulates lane-wise over K in steps of S::lanes,

@@ -82,4 +82,21 @@ inline float f16_to_f32(uint16_t h) {
   return f;
 }
 
+// A 16-bit element of a weight array. Weight files need not align their tensors to the element
+// size, so the bytes are copied, never read through a misaligned typed pointer.
+inline uint16_t half_at(const void* data, size_t i) {
+  uint16_t h;
+  std::memcpy(&h, static_cast<const char*>(data) + 2 * i, 2);
+  return h;
+}
+
+// Element i of an f32, f16 or bf16 array, widened to float (the same care about alignment).
+inline float float_at(DType t, const void* data, size_t i) {
+  if (t == DType::bf16) return bf16_to_f32(half_at(data, i));
+  if (t == DType::f16) return f16_to_f32(half_at(data, i));
+  float f;
+  std::memcpy(&f, static_cast<const char*>(data) + 4 * i, 4);
+  return f;
+}
+
 }  // namespace qwen3

@@ -97,12 +97,10 @@ void extract_row(DType t, const uint8_t* w, int N, int K, int n, uint8_t* out) {
 void dequantize_row(DType from, const void* row, int K, float* out) {
   const auto* p = static_cast<const uint8_t*>(row);
   switch (from) {
-    case DType::f32: std::memcpy(out, row, size_t(K) * 4); return;
+    case DType::f32:
     case DType::bf16:
-      for (int i = 0; i < K; ++i) out[i] = bf16_to_f32(static_cast<const uint16_t*>(row)[i]);
-      return;
     case DType::f16:
-      for (int i = 0; i < K; ++i) out[i] = f16_to_f32(static_cast<const uint16_t*>(row)[i]);
+      for (int i = 0; i < K; ++i) out[i] = float_at(from, row, i);
       return;
     case DType::q8_0:
       for (int b = 0; b < K / kQuantBlock; ++b, p += kQ8Bytes)

@@ -45,14 +45,7 @@ void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* o
       dequantize_row(table.dtype, blocks.data(), D, row);
       continue;
     }
-    for (int i = 0; i < D; ++i) {
-      switch (table.dtype) {
-        case DType::f32: row[i] = static_cast<const float*>(table.data)[base + i]; break;
-        case DType::bf16: row[i] = bf16_to_f32(static_cast<const uint16_t*>(table.data)[base + i]); break;
-        case DType::f16: row[i] = f16_to_f32(static_cast<const uint16_t*>(table.data)[base + i]); break;
-        default: break;  // block-quantized: handled above
-      }
-    }
+    for (int i = 0; i < D; ++i) row[i] = float_at(table.dtype, table.data, base + i);
   }
 }
 

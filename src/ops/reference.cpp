@@ -11,9 +11,7 @@ namespace {
 
 template <DType T>
 float weight_at(const void* w, size_t i) {
-  if constexpr (T == DType::f32) return static_cast<const float*>(w)[i];
-  if constexpr (T == DType::bf16) return bf16_to_f32(static_cast<const uint16_t*>(w)[i]);
-  return f16_to_f32(static_cast<const uint16_t*>(w)[i]);
+  return float_at(T, w, i);
 }
 
 template <DType T>
