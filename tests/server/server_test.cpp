@@ -14,7 +14,7 @@
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
-#include "server/reasoning.h"
+#include "qwen3/reasoning.h"
 #include "server/scheduler.h"
 #include "qwen3/generation.h"
 #include "test_paths.h"

@@ -14,6 +14,7 @@
 #include "cli/sampling_flags.h"
 #include "qwen3/chat.h"
 #include "qwen3/generation.h"
+#include "qwen3/reasoning.h"
 
 namespace qwen3::cli {
 
@@ -22,27 +23,17 @@ namespace {
 std::atomic<bool> interrupted{false};
 void on_sigint(int) { interrupted = true; }
 
-// Streams model text, showing the <think> block dimmed (or not at all), and splits the reply
-// into reasoning and answer for the conversation history.
+// Streams model text, showing the <think> block dimmed (or not at all), and keeps the reply's
+// reasoning and answer apart for the conversation history.
 class ReplyPrinter {
  public:
-  ReplyPrinter(bool colour, bool hide_think) : colour_(colour), hide_(hide_think) {}
+  ReplyPrinter(bool colour, bool hide_think, bool thinking)
+      : colour_(colour), hide_(hide_think), splitter_(thinking, false) {}
 
-  void print(std::string text) {
-    while (!text.empty()) {
-      const std::string marker = in_think_ ? "</think>" : "<think>";
-      const size_t at = text.find(marker);
-      emit(text.substr(0, at));
-      if (at == std::string::npos) break;
-      in_think_ = !in_think_;
-      saw_think_ = true;
-      if (!hide_) std::fputs(in_think_ ? (colour_ ? "\033[2m<think>" : "<think>") : (colour_ ? "</think>\033[0m" : "</think>"), stdout);
-      text.erase(0, at + marker.size());
-    }
-    std::fflush(stdout);
-  }
+  void print(const std::string& text) { show(splitter_.push(text)); }
   void finish() {
-    if (in_think_ && colour_ && !hide_) std::fputs("\033[0m", stdout);
+    show(splitter_.finish());
+    if (in_think_) close_think();
     std::fputs("\n", stdout);
   }
   // The assistant message for the history: reasoning kept apart, as the template expects.
@@ -58,11 +49,30 @@ class ReplyPrinter {
   }
 
  private:
-  void emit(const std::string& s) {
-    (in_think_ ? reasoning_ : answer_) += s;
-    if (!(in_think_ && hide_)) std::fputs(s.c_str(), stdout);
+  void show(const ThinkSplitter::Piece& piece) {
+    if (!piece.reasoning.empty()) {
+      reasoning_ += piece.reasoning;
+      saw_think_ = true;
+      if (!hide_) {
+        if (!in_think_) std::fputs(colour_ ? "\033[2m<think>" : "<think>", stdout);
+        in_think_ = true;
+        std::fputs(piece.reasoning.c_str(), stdout);
+      }
+    }
+    if (!piece.content.empty()) {
+      if (in_think_) close_think();
+      answer_ += piece.content;
+      std::fputs(piece.content.c_str(), stdout);
+    }
+    std::fflush(stdout);
   }
+  void close_think() {
+    std::fputs(colour_ ? "</think>\033[0m\n" : "</think>\n", stdout);
+    in_think_ = false;
+  }
+
   bool colour_, hide_, in_think_ = false, saw_think_ = false;
+  ThinkSplitter splitter_;
   std::string reasoning_, answer_;
 };
 
@@ -132,7 +142,7 @@ void add_chat_command(CLI::App& app) {
         std::fprintf(stderr, "]\n[reused %zu cached tokens, prefilling %zu]\n", reused, ids.size() - reused);
       }
       Generation g(seq, tokenizer, std::vector<TokenId>(ids.begin() + reused, ids.end()), options);
-      ReplyPrinter printer(colour, a->hide_think);
+      ReplyPrinter printer(colour, a->hide_think, thinking);
       const auto t0 = std::chrono::steady_clock::now();
       generate(*model, g, [&](const GeneratedToken& t) {
         printer.print(t.text);

@@ -9,7 +9,7 @@
 #include "qwen3/generation.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
-#include "server/reasoning.h"
+#include "qwen3/reasoning.h"
 
 namespace qwen3::server {
 

@@ -1,7 +1,9 @@
 // Splits a Qwen3 reply into its thinking and its answer, holding back text that may start a tag.
-#include "server/reasoning.h"
+#include "qwen3/reasoning.h"
 
-namespace qwen3::server {
+#include <algorithm>
+
+namespace qwen3 {
 
 namespace {
 
@@ -63,4 +65,4 @@ ThinkSplitter::Piece ThinkSplitter::drain(bool final) {
   }
 }
 
-}  // namespace qwen3::server
+}  // namespace qwen3

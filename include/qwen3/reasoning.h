@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace qwen3::server {
+namespace qwen3 {
 
 class ThinkSplitter {
  public:
@@ -29,4 +29,4 @@ class ThinkSplitter {
   std::string held_;          // text that may be the start of a tag
 };
 
-}  // namespace qwen3::server
+}  // namespace qwen3
