@@ -66,4 +66,7 @@ class Sampler {
 // The k most likely tokens of softmax(logits), best first (for --show-probs and logprobs).
 std::vector<TokenProb> top_probs(std::span<const float> logits, int k);
 
+// log(sum(exp(logits))), in double: softmax's normaliser, so log p(i) = logits[i] - logsumexp.
+double logsumexp(std::span<const float> logits);
+
 }  // namespace qwen3

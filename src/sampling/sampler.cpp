@@ -177,15 +177,18 @@ std::vector<TokenProb> top_probs(std::span<const float> logits, int k) {
   std::vector<int32_t> ids(logits.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
   std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(n), ids.end(), ByLogit{logits.data()});
-  const float max_logit = logits[ids[0]];
-  double total = 0;
-  for (float x : logits) total += std::exp(static_cast<double>(x - max_logit));
+  const double lse = logsumexp(logits);
   std::vector<TokenProb> out;
   out.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back({ids[i], static_cast<float>(std::exp(static_cast<double>(logits[ids[i]] - max_logit)) / total)});
-  }
+  for (size_t i = 0; i < n; ++i) out.push_back({ids[i], static_cast<float>(std::exp(logits[ids[i]] - lse))});
   return out;
+}
+
+double logsumexp(std::span<const float> logits) {
+  const double m = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float x : logits) sum += std::exp(x - m);
+  return m + std::log(sum);
 }
 
 }  // namespace qwen3

@@ -6,16 +6,11 @@
 #include <map>
 
 #include "qwen3/error.h"
+#include "qwen3/sampler.h"
 
 namespace qwen3::cli {
 
 namespace {
-
-double logsumexp(const float* row, int n) {
-  double m = *std::max_element(row, row + n), s = 0;
-  for (int i = 0; i < n; ++i) s += std::exp(row[i] - m);
-  return m + std::log(s);
-}
 
 int argmax(const float* row, int n) { return static_cast<int>(std::max_element(row, row + n) - row); }
 
@@ -68,7 +63,7 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double 
       const float* row = &logits[t * V];
       const auto& ref = positions.at(p0 + t);
       r.max_logit_error = std::max(r.max_logit_error, listed_error(row, V, ref.at("top")));
-      r.max_logsumexp_error = std::max(r.max_logsumexp_error, std::abs(logsumexp(row, V) - ref.at("logsumexp").get<double>()));
+      r.max_logsumexp_error = std::max(r.max_logsumexp_error, std::abs(logsumexp({row, size_t(V)}) - ref.at("logsumexp").get<double>()));
       ++r.positions;
     }
     last.assign(logits.end() - V, logits.end());
@@ -107,7 +102,7 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double 
     auto logits = model.step({&item, 1})[0];
     const auto& ref = steps[i];
     r.max_step_error = std::max(r.max_step_error, listed_error(logits.data(), V, ref.at("top")));
-    r.max_logsumexp_error = std::max(r.max_logsumexp_error, std::abs(logsumexp(logits.data(), V) - ref.at("logsumexp").get<double>()));
+    r.max_logsumexp_error = std::max(r.max_logsumexp_error, std::abs(logsumexp(logits) - ref.at("logsumexp").get<double>()));
     if (i + 1 < greedy.size()) check_choice(logits.data(), ref.value("margin", 1.0), greedy[i + 1]);
   }
   return r;

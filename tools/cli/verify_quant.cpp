@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "qwen3/error.h"
+#include "qwen3/sampler.h"
 
 namespace qwen3::cli {
 
@@ -19,10 +20,7 @@ std::vector<float> all_logits(Model& m, const std::vector<TokenId>& ids) {
 
 // Log-probabilities in double: the KL of nearly equal distributions is a small difference.
 std::vector<double> log_softmax(const float* row, int n) {
-  const double m = *std::max_element(row, row + n);
-  double s = 0;
-  for (int i = 0; i < n; ++i) s += std::exp(row[i] - m);
-  const double lse = m + std::log(s);
+  const double lse = logsumexp({row, size_t(n)});
   std::vector<double> out(n);
   for (int i = 0; i < n; ++i) out[i] = row[i] - lse;
   return out;
