@@ -29,13 +29,15 @@ void BM_QuantMatmul(benchmark::State& state) {
   interleave_rows(dtype, N, K, plain.data(), w.data());
   std::vector<int8_t> xq(size_t(T) * K);
   std::vector<float> xd(size_t(T) * K / kQuantBlock), y(size_t(T) * N);
+  std::vector<int32_t> xs(xd.size());
   for (int t = 0; t < T; ++t) {
     for (auto& v : row) v = g(rng);
-    quantize_activations(row.data(), K, &xq[size_t(t) * K], &xd[size_t(t) * K / kQuantBlock]);
+    quantize_activations(row.data(), K, &xq[size_t(t) * K], &xd[size_t(t) * K / kQuantBlock],
+                         &xs[size_t(t) * K / kQuantBlock]);
   }
   const QuantMatmulKernel kernel = dtype == DType::q8_0 ? kt.matmul_q8_0 : kt.matmul_q4_0;
   for (auto _ : state) {
-    kernel(xq.data(), xd.data(), T, K, w.data(), N, 0, N, y.data(), N);
+    kernel(xq.data(), xd.data(), xs.data(), T, K, w.data(), N, 0, N, y.data(), N);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetLabel(std::string(kt.name) + " " + dtype_name(dtype));

@@ -6,7 +6,8 @@
 // (udot is one instruction, so sign tricks are not needed), load(p) (S::lanes x 4 bytes), bcast4(p)
 // (4 bytes into every lane), splat32, zero_i, zero, udot(u, s, acc) (acc + sums of 4 unsigned x
 // signed byte products per lane), abs8, sign8(x, w) (x * sign w), xor80, nib_lo, nib_hi, scales(p)
-// (S::lanes f16 to float), set1, add32, cvt, mul, fma, store(p, v, lo, hi) (lanes lo..hi-1 only).
+// (S::lanes f16 to float), set1, add32, cvt, mul, fma, store(p, v, lo, hi) (lanes lo..hi-1 only),
+// quantize_block(x, q, d, sum) (quantize_activations of one block, bit for bit).
 #pragma once
 
 #include <immintrin.h>
@@ -83,7 +84,7 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
     const uint8_t* blk = g + size_t(b) * kQuantRows * F::bytes;
     if constexpr (MR == 1)
       for (int l = 0; l < kQuantRows * F::bytes; l += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + 2 * kPrefetchBytes + l, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + 32 * kPrefetchBytes + l, _MM_HINT_T0);
     V ws[nv];
     typename F::Wp wp[F::steps][nv];
     for (int v = 0; v < nv; ++v) {
@@ -132,23 +133,17 @@ inline void group_tokens(int T, const int8_t* xq, const float* xd, const int32_t
 // Tokens in blocks that stay in L2 while row groups stream past once; each group stays in L1/L2
 // while the block's tokens take it in tiles.
 template <class S, DType W>
-void matmul_quant(const int8_t* xq, const float* xd, int T, int K, const void* wv, int N, int n0, int n1, float* y,
-                  int ldy) {
+void matmul_quant(const int8_t* xq, const float* xd, const int32_t* xsum, int T, int K, const void* wv, int N, int n0,
+                  int n1, float* y, int ldy) {
   constexpr int kTokenBlock = 64;
   const auto* w = static_cast<const uint8_t*>(wv);
   const int nb = K / kQuantBlock;
   const size_t rb = row_bytes(W, K);
-  // The per-block sums of x for the unsigned-operand correction, once per call.
-  thread_local std::vector<int32_t> xsum;
-  xsum.assign(size_t(T) * nb, 0);
-  if constexpr (Grouped<S, W>::corr != 0)
-    for (size_t i = 0; i < xsum.size(); ++i)
-      for (int k = 0; k < kQuantBlock; ++k) xsum[i] += xq[i * kQuantBlock + k];
   auto groups = [&](const uint8_t* g0, int first, int end) {  // groups from row `first` at g0, up to row end
     for (int t0 = 0; t0 < T; t0 += kTokenBlock)
       for (int g = std::max(n0, first) / kQuantRows * kQuantRows; g < end; g += kQuantRows)
         group_tokens<S, W, S::MR>(std::min(T - t0, kTokenBlock), xq + size_t(t0) * K, xd + size_t(t0) * nb,
-                                  xsum.data() + size_t(t0) * nb, K, g0 + (g - first) * rb, y + size_t(t0) * ldy + g,
+                                  xsum + size_t(t0) * nb, K, g0 + (g - first) * rb, y + size_t(t0) * ldy + g,
                                   ldy, std::max(n0 - g, 0), std::min(end - g, kQuantRows));
   };
   const int full = N / kQuantRows * kQuantRows;
@@ -164,7 +159,13 @@ void matmul_quant(const int8_t* xq, const float* xd, int T, int K, const void* w
 }
 
 template <class S>
+void quantize_x(const float* x, int K, int8_t* q, float* d, int32_t* sum) {
+  for (int b = 0; b < K / kQuantBlock; ++b) S::quantize_block(x + b * kQuantBlock, q + b * kQuantBlock, d + b, sum + b);
+}
+
+template <class S>
 ops::KernelTable with_quant(ops::KernelTable t) {
+  t.quantize_x = quantize_x<S>;
   t.matmul_q8_0 = matmul_quant<S, DType::q8_0>;
   t.matmul_q4_0 = matmul_quant<S, DType::q4_0>;
   return t;

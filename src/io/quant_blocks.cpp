@@ -116,13 +116,14 @@ void dequantize_row(DType from, const void* row, int K, float* out) {
   }
 }
 
-void quantize_activations(const float* x, int K, int8_t* q, float* d) {
+void quantize_activations(const float* x, int K, int8_t* q, float* d, int32_t* sum) {
   for (int b = 0; b < K / kQuantBlock; ++b, x += kQuantBlock, q += kQuantBlock) {
     float amax = 0;
     for (int i = 0; i < kQuantBlock; ++i) amax = std::fmax(amax, std::fabs(x[i]));
     d[b] = amax / 127;
     const float id = amax > 0 ? 127 / amax : 0;
-    for (int i = 0; i < kQuantBlock; ++i) q[i] = int8_t(std::nearbyint(x[i] * id));
+    sum[b] = 0;
+    for (int i = 0; i < kQuantBlock; ++i) sum[b] += q[i] = int8_t(std::nearbyint(x[i] * id));
   }
 }
 

@@ -42,8 +42,9 @@ void extract_row(DType t, const uint8_t* w, int N, int K, int n, uint8_t* out);
 // Any weight dtype to float32: one row of K values.
 void dequantize_row(DType from, const void* row, int K, float* out);
 
-// One activation row to int8 blocks with float32 scales d = max|x| / 127.      q [K], d [K / 32]
-void quantize_activations(const float* x, int K, int8_t* q, float* d);
+// One activation row to int8 blocks with float32 scales d = max|x| / 127, and each block's sum
+// of quants (the integer kernels' correction for their unsigned operand).  q [K], d and sum [K / 32]
+void quantize_activations(const float* x, int K, int8_t* q, float* d, int32_t* sum);
 
 inline float block_scale(const uint8_t* block) { return f16_to_f32(uint16_t(block[0] | block[1] << 8)); }
 

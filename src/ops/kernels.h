@@ -13,11 +13,11 @@ namespace qwen3::ops {
 using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy);
 
 // The same contract for block-quantized w (q8_0, q4_0) of N rows in the grouped layout of
-// io/quant_blocks.h, with x already quantized per row: xq [T, K] int8 and xd [T, K / 32] float
-// scales. Each block's integer dot product is exact; each output then takes, block after block,
+// io/quant_blocks.h, with x already quantized per row (quantize_x): xq [T, K] int8, xd [T, K / 32]
+// float scales and xsum [T, K / 32] block sums. Each block's integer dot product is exact; each output then takes, block after block,
 // acc = fma(float(isum), d_w * d_x, acc): one order for every T, n range and row group.
-using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, int T, int K, const void* w, int N, int n0,
-                                   int n1, float* y, int ldy);
+using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int32_t* xsum, int T, int K,
+                                   const void* w, int N, int n0, int n1, float* y, int ldy);
 
 struct KernelTable {
   const char* name;
@@ -28,7 +28,10 @@ struct KernelTable {
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
   // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
   void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo);
-  QuantMatmulKernel matmul_q8_0 = nullptr;  // filled by each ISA's quant_kernels.cpp
+  // Filled by each ISA's quant_kernels.cpp. quantize_x is quantize_activations (io/quant_blocks.h),
+  // bit for bit.
+  void (*quantize_x)(const float* x, int K, int8_t* q, float* d, int32_t* sum) = nullptr;
+  QuantMatmulKernel matmul_q8_0 = nullptr;
   QuantMatmulKernel matmul_q4_0 = nullptr;
 };
 

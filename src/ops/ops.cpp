@@ -21,6 +21,7 @@ class Runtime {
   std::vector<float> xb;   // [T, K] activations laid out for the bf16 kernels, reused
   std::vector<int8_t> xq;  // [T, K] activations quantized for the integer kernels, reused
   std::vector<float> xd;   // [T, K / 32] their scales
+  std::vector<int32_t> xs; // [T, K / 32] their block sums
 };
 
 RuntimePtr make_runtime(std::string_view isa, int threads) {
@@ -84,9 +85,12 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
     // Each row of x is quantized once here, not once per thread inside the kernel.
     rt.xq.resize(size_t(T) * K);
     rt.xd.resize(size_t(T) * K / kQuantBlock);
+    rt.xs.resize(size_t(T) * K / kQuantBlock);
     rt.pool.run(T, [&](int b, int e) {
-      for (int t = b; t < e; ++t)
-        quantize_activations(x + size_t(t) * K, K, &rt.xq[size_t(t) * K], &rt.xd[size_t(t) * K / kQuantBlock]);
+      for (int t = b; t < e; ++t) {
+        const size_t blocks = size_t(t) * K / kQuantBlock;
+        rt.kernels.quantize_x(x + size_t(t) * K, K, &rt.xq[size_t(t) * K], &rt.xd[blocks], &rt.xs[blocks]);
+      }
     });
   }
   rt.pool.run(units, [&](int b, int e) {
@@ -98,7 +102,7 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
         const int n0 = (ub - first) * kRowsPerUnit, n1 = std::min(p.w.rows, (ue - first) * kRowsPerUnit);
         if (is_block_quantized(p.w.dtype))
           (p.w.dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
-              rt.xq.data(), rt.xd.data(), T, p.w.cols, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
+              rt.xq.data(), rt.xd.data(), rt.xs.data(), T, p.w.cols, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
         else
           rt.kernels.matmul[static_cast<int>(p.w.dtype)](p.w.dtype == DType::bf16 ? rt.xb.data() : x, T, p.w.cols,
                                                          p.w.data, n0, n1, p.y, p.w.rows);

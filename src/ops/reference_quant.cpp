@@ -10,7 +10,7 @@ namespace qwen3::ops {
 namespace {
 
 template <DType W>
-void matmul_quant(const int8_t* xq, const float* xd, int T, int K, const void* w, int N, int n0, int n1, float* y,
+void matmul_quant(const int8_t* xq, const float* xd, const int32_t*, int T, int K, const void* w, int N, int n0, int n1, float* y,
                   int ldy) {
   const int nb = K / kQuantBlock;
   const size_t rb = row_bytes(W, K), bytes = rb / (nb ? nb : 1);
@@ -34,6 +34,7 @@ void matmul_quant(const int8_t* xq, const float* xd, int T, int K, const void* w
 }  // namespace
 
 KernelTable with_reference_quant(KernelTable t) {
+  t.quantize_x = quantize_activations;
   t.matmul_q8_0 = matmul_quant<DType::q8_0>;
   t.matmul_q4_0 = matmul_quant<DType::q4_0>;
   return t;

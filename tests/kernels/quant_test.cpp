@@ -126,13 +126,41 @@ TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
 struct QuantActivations {
   std::vector<int8_t> q;
   std::vector<float> d;
+  std::vector<int32_t> sum;
 };
 
 QuantActivations random_activations(int T, int K, int misalign, std::mt19937& rng) {
   auto x = random_values(size_t(T) * K, rng, 2.0f);
-  QuantActivations a{std::vector<int8_t>(misalign + size_t(T) * K), std::vector<float>(1 + size_t(T) * K / 32)};
-  for (int t = 0; t < T; ++t) quantize_activations(&x[size_t(t) * K], K, &a.q[misalign + size_t(t) * K], &a.d[1 + size_t(t) * K / 32]);
+  const size_t nb = size_t(T) * K / 32;
+  QuantActivations a{std::vector<int8_t>(misalign + size_t(T) * K), std::vector<float>(1 + nb),
+                     std::vector<int32_t>(1 + nb)};
+  for (int t = 0; t < T; ++t)
+    quantize_activations(&x[size_t(t) * K], K, &a.q[misalign + size_t(t) * K], &a.d[1 + size_t(t) * K / 32],
+                         &a.sum[1 + size_t(t) * K / 32]);
   return a;
+}
+
+TEST(QuantizeActivations, KernelsMatchTheReferenceBitForBit) {
+  std::mt19937 rng(11);
+  const int K = 8 * 32;
+  auto x = random_values(K, rng, 3.0f);
+  for (int i = 0; i < 32; ++i) {
+    x[32 + i] = 0;                          // an all-zero block: scale 0, quants 0
+    x[64 + i] = i == 5 ? -127.0f : i - 15.5f;  // quants at exact halves: ties round to even
+    x[96 + i] = i == 0 ? 1e30f : 1e-30f;    // extreme range inside one block
+  }
+  std::vector<int8_t> want_q(K), got_q(K);
+  std::vector<float> want_d(K / 32), got_d(K / 32);
+  std::vector<int32_t> want_s(K / 32), got_s(K / 32);
+  quantize_activations(x.data(), K, want_q.data(), want_d.data(), want_s.data());
+  EXPECT_EQ(want_q[64 + 0], -16) << "-15.5 rounds to even";
+  EXPECT_EQ(want_q[64 + 1], -14) << "-14.5 rounds to even";
+  for (const ops::KernelTable* kt : quant_tables()) {
+    kt->quantize_x(x.data(), K, got_q.data(), got_d.data(), got_s.data());
+    EXPECT_EQ(got_q, want_q) << kt->name;
+    EXPECT_EQ(got_d, want_d) << kt->name;
+    EXPECT_EQ(got_s, want_s) << kt->name;
+  }
 }
 
 ops::QuantMatmulKernel kernel_of(const ops::KernelTable& kt, DType dtype) {
@@ -155,8 +183,9 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           std::vector<float> want(size_t(T) * ldy, sentinel), got(size_t(T) * ldy, sentinel);
           const int8_t* xq = x.q.data() + misalign;
           const float* xd = x.d.data() + 1;
-          kernel_of(ops::reference_kernels(), dtype)(xq, xd, T, K, w.data(), N, n0, n1, want.data(), ldy);
-          kernel_of(*kt, dtype)(xq, xd, T, K, w.data(), N, n0, n1, got.data(), ldy);
+          const int32_t* xs = x.sum.data() + 1;
+          kernel_of(ops::reference_kernels(), dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1, want.data(), ldy);
+          kernel_of(*kt, dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1, got.data(), ldy);
           const size_t rb = row_bytes(dtype, K);
           std::vector<float> wrow(K);
           std::vector<uint8_t> blocks(rb);
@@ -192,12 +221,13 @@ TEST(QuantMatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
       QuantWeights w = random_quant_weights(dtype, N, K, 0, rng);
       QuantActivations x = random_activations(T, K, 0, rng);
       const float* xd = x.d.data() + 1;
+      const int32_t* xs = x.sum.data() + 1;
       std::vector<float> all(size_t(T) * N), one(N);
-      kernel_of(*kt, dtype)(x.q.data(), xd, T, K, w.data(), N, 0, N, all.data(), N);
+      kernel_of(*kt, dtype)(x.q.data(), xd, xs, T, K, w.data(), N, 0, N, all.data(), N);
       for (int t = 0; t < T; ++t) {
         // Alone, and split into odd row ranges that cut groups and the tail.
         for (auto [n0, n1] : {std::pair{0, 5}, {5, 20}, {20, 34}, {34, N}})
-          kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, 1, K, w.data(), N, n0, n1, one.data(), N);
+          kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, xs + t * K / 32, 1, K, w.data(), N, n0, n1, one.data(), N);
         for (int n = 0; n < N; ++n)
           ASSERT_EQ(one[n], all[size_t(t) * N + n]) << kt->name << " " << dtype_name(dtype) << " t=" << t << " n=" << n;
       }

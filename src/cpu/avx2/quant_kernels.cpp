@@ -43,6 +43,27 @@ struct Avx2Int8 {
                                            _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane));
     _mm256_maskstore_ps(p, in, v);
   }
+  static void quantize_block(const float* x, int8_t* q, float* d, int32_t* sum) {
+    V v[4];
+    const V sign = _mm256_set1_ps(-0.0f);
+    V m = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i] = _mm256_loadu_ps(x + 8 * i)));
+    const __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    const __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    const float amax = _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
+    *d = amax / 127;
+    const V id = _mm256_set1_ps(amax > 0 ? 127 / amax : 0);
+    I qi[4];  // cvtps rounds to nearest even, as nearbyint does in the default rounding mode
+    for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+    // packs work within 128-bit lanes: the permute puts the four groups of 8 back in order.
+    const I packed = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
+                        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    const I s = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
+    const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    const __m128i s2 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    *sum = _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xb1)));
+  }
 };
 
 }  // namespace

@@ -43,6 +43,17 @@ struct Avx512Int8 {
   static void store(float* p, V v, int lo, int hi) {
     if (lo < hi) _mm512_mask_storeu_ps(p, __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1)), v);
   }
+  static void quantize_block(const float* x, int8_t* q, float* d, int32_t* sum) {
+    const V a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+    *d = amax / 127;
+    const V id = _mm512_set1_ps(amax > 0 ? 127 / amax : 0);
+    // cvtps rounds to nearest even, as nearbyint does in the default rounding mode.
+    const I qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id)), qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, id));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qb));
+    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+  }
 };
 
 }  // namespace
