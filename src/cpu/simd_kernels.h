@@ -2,7 +2,7 @@
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
 // S provides: V, lanes, MR and MR_small (rows of x per tile in prefill and in batched decode),
-// nr(mr) (W rows per tile of mr rows of x), zero(), set1, load, store, load_f16,
+// nr(mr) (W rows per tile of mr rows of x), weighted_rows (rows per weighted_sum tile), zero(), set1, load, store, load_f16,
 // bf16_even / bf16_odd (see below), fma(a, b, acc), hsum(V).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
@@ -178,28 +178,37 @@ inline void weighted_block(const float* a, int lda, int P, const float* v, int D
     for (int c = 0; c < CH; ++c) S::store(out + size_t(r) * ldo + d + c * S::lanes, acc[r][c]);
 }
 
+// RB rows of out, all D columns: each value vector loaded serves RB rows.
+template <class S, int RB>
+inline void weighted_rows(const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
+  constexpr int CH = 4;  // RB x CH accumulators + CH values fit the registers (S::weighted_rows)
+  const int dv = D - D % S::lanes;
+  int d = 0;
+  for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, RB, CH>(a, lda, P, v, D, d, out, ldo);
+  for (; d < dv; d += S::lanes) weighted_block<S, RB, 1>(a, lda, P, v, D, d, out, ldo);
+  for (int r = 0; r < RB; ++r)  // columns past the last full vector
+    for (int dd = dv; dd < D; ++dd) {
+      float acc = 0;
+      for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(r) * lda + p], v[size_t(p) * D + dd], acc);
+      out[size_t(r) * ldo + dd] = acc;
+    }
+}
+
+// weighted_rows for a number of rows known only at run time (1 .. RB).
+template <class S, int RB>
+inline void weighted_rows_of(int rows, const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
+  if constexpr (RB > 0) {
+    if (rows == RB) return weighted_rows<S, RB>(a, lda, P, v, D, out, ldo);
+    weighted_rows_of<S, RB - 1>(rows, a, lda, P, v, D, out, ldo);
+  }
+}
+
 template <class S>
 void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
-  constexpr int CH = S::lanes == 16 ? 8 : 4;  // 2 x CH accumulators + CH values fit the registers
-  const int dv = D - D % S::lanes;
-  for (int r = 0; r < R; r += 2) {
-    const float* ar = a + size_t(r) * lda;
-    float* o = out + size_t(r) * ldo;
-    int d = 0;
-    if (r + 1 < R) {
-      for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, 2, CH>(ar, lda, P, v, D, d, o, ldo);
-      for (; d < dv; d += S::lanes) weighted_block<S, 2, 1>(ar, lda, P, v, D, d, o, ldo);
-    } else {
-      for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, 1, CH>(ar, lda, P, v, D, d, o, ldo);
-      for (; d < dv; d += S::lanes) weighted_block<S, 1, 1>(ar, lda, P, v, D, d, o, ldo);
-    }
-    for (int rr = r; rr < R && rr < r + 2; ++rr)  // columns past the last full vector
-      for (int dd = dv; dd < D; ++dd) {
-        float acc = 0;
-        for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(rr) * lda + p], v[size_t(p) * D + dd], acc);
-        out[size_t(rr) * ldo + dd] = acc;
-      }
-  }
+  constexpr int RB = S::weighted_rows;
+  int r = 0;
+  for (; r + RB <= R; r += RB) weighted_rows<S, RB>(a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
+  if (r < R) weighted_rows_of<S, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
 }
 
 template <class S>

@@ -84,10 +84,10 @@ class Forward {
     const float eps = static_cast<float>(c_.rms_norm_eps);
     ops::rms_norm(rt_, x.data(), lw.input_layernorm.data(), eps, T, D, s_.h.data());  // input_layernorm
     attention(l, lw);
-    ops::add(x.data(), s_.out.data(), T * D);
+    ops::add(rt_, x.data(), s_.out.data(), T * D);
     ops::rms_norm(rt_, x.data(), lw.post_attention_layernorm.data(), eps, T, D, s_.h.data());
     ffn(lw);
-    ops::add(x.data(), s_.out.data(), T * D);
+    ops::add(rt_, x.data(), s_.out.data(), T * D);
   }
 
   // HF: Qwen3Attention.forward: q/k/v projections, per-head q_norm/k_norm, rope, cached
@@ -125,7 +125,7 @@ class Forward {
   void ffn(const LayerWeights& lw) {
     const int T = rows_.T, F = c_.intermediate_size;
     ops::matmul(rt_, s_.h.data(), T, {{lw.gate_proj, s_.gate.data()}, {lw.up_proj, s_.up.data()}});
-    ops::silu_mul(s_.gate.data(), s_.up.data(), T * F, s_.gate.data());
+    ops::silu_mul(rt_, s_.gate.data(), s_.up.data(), T * F, s_.gate.data());
     ops::matmul(rt_, s_.gate.data(), T, lw.down_proj, s_.out.data());
   }
 

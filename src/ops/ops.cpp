@@ -50,15 +50,35 @@ void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* o
   }
 }
 
-void rms_norm(Runtime&, const float* x, const float* w, float eps, int rows, int n, float* out) {
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + size_t(r) * n;
-    float* o = out + size_t(r) * n;
-    float sum = 0;
-    for (int i = 0; i < n; ++i) sum += xr[i] * xr[i];
-    const float scale = 1.0f / std::sqrt(sum / n + eps);
-    for (int i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * scale);
-  }
+namespace {
+// fn(begin, end) over [0, n) where each index is `cost` floats of work: on the pool when there is
+// enough of it (a prompt's rows), on the calling thread when a hand-off would cost more (decode).
+template <class Fn>
+void for_range(Runtime& rt, int n, size_t cost, const Fn& fn) {
+  constexpr size_t kParallelFloats = 16384;
+  if (size_t(n) * cost < kParallelFloats) return fn(0, n);
+  rt.pool.run(n, fn);
+}
+
+// Element-wise work split into chunks of whole cache lines.
+template <class Fn>
+void for_elements(Runtime& rt, int n, const Fn& fn) {
+  constexpr int kChunk = 1024;
+  for_range(rt, (n + kChunk - 1) / kChunk, kChunk, [&](int b, int e) { fn(b * kChunk, std::min(n, e * kChunk)); });
+}
+}  // namespace
+
+void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, int n, float* out) {
+  for_range(rt, rows, n, [&](int begin, int end) {
+    for (int r = begin; r < end; ++r) {
+      const float* xr = x + size_t(r) * n;
+      float* o = out + size_t(r) * n;
+      float sum = 0;
+      for (int i = 0; i < n; ++i) sum += xr[i] * xr[i];
+      const float scale = 1.0f / std::sqrt(sum / n + eps);
+      for (int i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * scale);
+    }
+  });
 }
 
 void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) { matmul(rt, x, T, {{w, y}}); }
@@ -159,7 +179,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
   rt.pool.run(kv_heads * blocks, [&](int b, int e) {
-    std::vector<float> queries, scores;
+    std::vector<float> queries, scores, context;
     for (int task = b; task < e; ++task) {
       const int g = task / blocks, t0 = (task % blocks) * kQueryBlock, nt = std::min(kQueryBlock, n - t0);
       const int rows = nt * group, P = p0 + t0 + nt;  // P: positions the block's last query sees
@@ -179,20 +199,27 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
         float sum = 0;
         for (int p = 0; p < visible; ++p) sum += s[p] = std::exp(s[p] - max_score);
         for (int p = 0; p < visible; ++p) s[p] /= sum;
+        std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
       }
-      for (int t = t0; t < t0 + nt; ++t)  // the group's heads of one token see the same positions
-        kt.weighted_sum(&scores[size_t(t - t0) * group * P], P, group, p0 + t + 1, vg, head_dim,
-                        out + size_t(t) * q_row + size_t(g * group) * head_dim, head_dim);
+      context.resize(size_t(rows) * head_dim);
+      kt.weighted_sum(scores.data(), P, rows, P, vg, head_dim, context.data(), head_dim);
+      for (int r = 0; r < rows; ++r)
+        std::copy_n(&context[size_t(r) * head_dim], head_dim,
+                    out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);
     }
   });
 }
 
-void silu_mul(const float* gate, const float* up, int n, float* out) {
-  for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out) {
+  for_elements(rt, n, [&](int b, int e) {
+    for (int i = b; i < e; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  });
 }
 
-void add(float* x, const float* y, int n) {
-  for (int i = 0; i < n; ++i) x[i] += y[i];
+void add(Runtime& rt, float* x, const float* y, int n) {
+  for_elements(rt, n, [&](int b, int e) {
+    for (int i = b; i < e; ++i) x[i] += y[i];
+  });
 }
 
 }  // namespace qwen3::ops

@@ -80,9 +80,9 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
                int kv_heads, int head_dim, float* out);
 
 // out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may alias
-void silu_mul(const float* gate, const float* up, int n, float* out);
+void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out);
 
 // x += y.                                                            [n]
-void add(float* x, const float* y, int n);
+void add(Runtime& rt, float* x, const float* y, int n);
 
 }  // namespace qwen3::ops

@@ -113,7 +113,7 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const KernelTable* kt : simd_tables()) {
-    for (int R : {1, 2, 3, 4}) {
+    for (int R : {1, 2, 3, 4, 6, 7, 13, 32}) {
       for (int D : {1, 7, 8, 16, 17, 64, 128, 130}) {
         for (int P : {0, 1, 5, 33}) {
           const int lda = P + 3, ldo = D + 2;  // strides wider than the rows, sentinels between
