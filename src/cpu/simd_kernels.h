@@ -2,7 +2,8 @@
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
 // S provides: V, lanes, MR and MR_small (rows of x per tile in prefill and in batched decode),
-// nr(mr) (W rows per tile of mr rows of x), weighted_rows (rows per weighted_sum tile), zero(), set1, load, store, load_f16,
+// nr(mr) (W rows per tile of mr rows of x), weighted_rows (rows per weighted_sum tile), add, sub,
+// mul, div, max, hmax, exp (0 below -87.3: the pads of a partial vector vanish), zero(), set1, load, store, load_f16,
 // bf16_even / bf16_odd (see below), fma(a, b, acc), hsum(V).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
@@ -13,6 +14,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -212,11 +214,57 @@ void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, 
 }
 
 template <class S>
+void softmax(float* s, int n, float scale) {
+  using V = typename S::V;
+  const int nv = n - n % S::lanes;
+  float tail[S::lanes];  // the last partial vector, padded with -inf, which exp turns into 0
+  std::fill_n(tail, S::lanes, -INFINITY);
+  std::copy(s + nv, s + n, tail);
+  auto each = [&](const auto& f) {
+    for (int i = 0; i < nv; i += S::lanes) f(s + i);
+    if (nv < n) f(tail);
+  };
+  V vmax = S::set1(-INFINITY);
+  each([&](float* p) {
+    const V v = S::mul(S::load(p), S::set1(scale));
+    S::store(p, v);
+    vmax = S::max(vmax, v);
+  });
+  const V m = S::set1(S::hmax(vmax));
+  V vsum = S::zero();
+  each([&](float* p) {
+    const V e = S::exp(S::sub(S::load(p), m));
+    S::store(p, e);
+    vsum = S::add(vsum, e);
+  });
+  const V sum = S::set1(S::hsum(vsum));
+  each([&](float* p) { S::store(p, S::div(S::load(p), sum)); });
+  std::copy_n(tail, n - nv, s + nv);
+}
+
+template <class S>
+void silu_mul(const float* gate, const float* up, int n, float* out) {
+  using V = typename S::V;
+  auto silu_times = [](V g, V u) { return S::mul(S::div(g, S::add(S::set1(1.0f), S::exp(S::sub(S::zero(), g)))), u); };
+  const int nv = n - n % S::lanes;
+  for (int i = 0; i < nv; i += S::lanes) S::store(out + i, silu_times(S::load(gate + i), S::load(up + i)));
+  if (nv < n) {  // the last partial vector, through zero-padded copies
+    float g[S::lanes] = {}, u[S::lanes] = {}, o[S::lanes];
+    std::copy(gate + nv, gate + n, g);
+    std::copy(up + nv, up + n, u);
+    S::store(o, silu_times(S::load(g), S::load(u)));
+    std::copy_n(o, n - nv, out + nv);
+  }
+}
+
+template <class S>
 ops::KernelTable make_table(const char* name) {
   return ops::KernelTable{name,
                           {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
                           pair_permute<S>,
-                          weighted_sum<S>};
+                          weighted_sum<S>,
+                          softmax<S>,
+                          silu_mul<S>};
 }
 
 }  // namespace qwen3::cpu

@@ -28,6 +28,11 @@ struct KernelTable {
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
   // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
   void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo);
+  // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
+  // std::exp), lanes in an order fixed by n.
+  void (*softmax)(float* s, int n, float scale);
+  // out[:n] = silu(gate) * up, SwiGLU's gating; out may alias gate or up.
+  void (*silu_mul)(const float* gate, const float* up, int n, float* out);
   // Filled by each ISA's quant_kernels.cpp. quantize_x is quantize_activations (io/quant_blocks.h),
   // bit for bit.
   void (*quantize_x)(const float* x, int K, int8_t* q, float* d, int32_t* sum) = nullptr;

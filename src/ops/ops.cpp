@@ -194,11 +194,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
         const int visible = p0 + t0 + r / group + 1;
         float* s = &scores[size_t(r) * P];
-        float max_score = -INFINITY;
-        for (int p = 0; p < visible; ++p) max_score = std::max(max_score, s[p] *= scale);
-        float sum = 0;
-        for (int p = 0; p < visible; ++p) sum += s[p] = std::exp(s[p] - max_score);
-        for (int p = 0; p < visible; ++p) s[p] /= sum;
+        kt.softmax(s, visible, scale);
         std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
       }
       context.resize(size_t(rows) * head_dim);
@@ -212,7 +208,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
 
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out) {
   for_elements(rt, n, [&](int b, int e) {
-    for (int i = b; i < e; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    rt.kernels.silu_mul(gate + b, up + b, e - b, out + b);
   });
 }
 

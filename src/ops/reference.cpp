@@ -1,6 +1,7 @@
 // Scalar float32 kernels: plain loops, never optimized. The oracle every faster kernel is tested
 // against, and the fallback on CPUs without AVX2.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "ops/kernels.h"
@@ -36,11 +37,24 @@ void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, 
     }
 }
 
+void softmax(float* s, int n, float scale) {
+  float max_score = -INFINITY;
+  for (int p = 0; p < n; ++p) max_score = std::max(max_score, s[p] *= scale);
+  float sum = 0;
+  for (int p = 0; p < n; ++p) sum += s[p] = std::exp(s[p] - max_score);
+  for (int p = 0; p < n; ++p) s[p] /= sum;
+}
+
+void silu_mul(const float* gate, const float* up, int n, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 }  // namespace
 
 const KernelTable& reference_kernels() {
-  static const KernelTable table =
-      with_reference_quant({"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, prepare_bf16_x, weighted_sum});
+  static const KernelTable table = with_reference_quant(
+      {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, prepare_bf16_x, weighted_sum, softmax,
+       silu_mul});
   return table;
 }
 

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -140,6 +141,51 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
       }
     }
   }
+}
+
+// exp is the kernels' own (Cephes' expf): within a few ulp of std::exp, exactly 0 far below.
+TEST(VectorKernels, SoftmaxMatchesReference) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0, 8);
+  for (const KernelTable* kt : simd_tables())
+    for (int n : {1, 2, 7, 8, 9, 15, 16, 17, 33, 100, 513}) {
+      std::vector<float> x(n + 1);  // + a sentinel past the row
+      for (auto& v : x) v = g(rng);
+      x[n / 2] = -1e30f;  // a score so low its weight is 0
+      const float sentinel = x[n];
+      std::vector<float> want = x, got = x;
+      reference_kernels().softmax(want.data(), n, 0.25f);
+      kt->softmax(got.data(), n, 0.25f);
+      float total = 0;
+      for (int i = 0; i < n; ++i) {
+        ASSERT_NEAR(got[i], want[i], 8 * std::numeric_limits<float>::epsilon() * want[i] + 1e-37f)
+            << kt->name << " n " << n << " i " << i;
+        total += got[i];
+      }
+      if (n > 1) EXPECT_EQ(got[n / 2], 0.0f) << kt->name;
+      EXPECT_NEAR(total, 1.0f, 1e-5f) << kt->name;
+      EXPECT_EQ(got[n], sentinel) << kt->name << " wrote past the row";
+    }
+}
+
+TEST(VectorKernels, SiluMulMatchesReference) {
+  std::mt19937 rng(6);
+  std::normal_distribution<float> g(0, 4);
+  for (const KernelTable* kt : simd_tables())
+    for (int n : {1, 7, 8, 9, 16, 17, 1000, 3072}) {
+      std::vector<float> gate(n), up(n), want(n + 1, -5.0f), got(n + 1, -5.0f);
+      for (int i = 0; i < n; ++i) gate[i] = g(rng), up[i] = g(rng);
+      gate[0] = -200;  // e^200 overflows: silu is -0 (the kernels' exp saturates: a tiny value)
+      if (n > 1) gate[1] = 200;  // e^-200 underflows: silu is x
+      reference_kernels().silu_mul(gate.data(), up.data(), n, want.data());
+      kt->silu_mul(gate.data(), up.data(), n, got.data());
+      for (int i = 0; i < n; ++i)
+        ASSERT_NEAR(got[i], want[i], 8 * std::numeric_limits<float>::epsilon() * std::abs(want[i]) + 1e-30f)
+            << kt->name << " n " << n << " i " << i << " gate " << gate[i];
+      EXPECT_EQ(got[n], -5.0f) << kt->name << " wrote past the row";
+      kt->silu_mul(gate.data(), up.data(), n, gate.data());  // out may alias gate
+      for (int i = 0; i < n; ++i) ASSERT_EQ(gate[i], got[i]) << kt->name;
+    }
 }
 
 }  // namespace
