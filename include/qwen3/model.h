@@ -44,6 +44,9 @@ struct LoadOptions {
   // would write them; "" uses the folder's weights as they are (a quantized folder is mapped).
   std::string quant = "";
   bool keep_head = false;  // with quant: leave embed_tokens and lm_head in their file dtype
+  // true: memory-map the weights (fast start, shared page cache). false: read them into huge-page
+  // memory (slower start, ~7-18% faster decode where the kernel grants huge pages).
+  bool mmap = true;
 };
 
 class Model;

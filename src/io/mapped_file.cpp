@@ -1,4 +1,4 @@
-// A read-only memory map of a whole file.
+// A whole file, read-only: mapped, or read into huge-page memory.
 #include "io/mapped_file.h"
 
 #include <fcntl.h>
@@ -8,12 +8,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include "qwen3/error.h"
 
 namespace qwen3::io {
 
-MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
+MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw Error(ErrorKind::io, path.string() + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st {};
@@ -22,7 +23,25 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
     throw Error(ErrorKind::io, path.string() + ": not a regular file");
   }
   size_ = static_cast<size_t>(st.st_size);
-  if (size_ > 0) {
+  if (read_into_memory && size_ > 0) {
+    try {
+      copy_ = HugePageBuffer(size_);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    for (size_t done = 0; done < size_;) {
+      const ssize_t n = ::pread(fd, copy_.data() + done, size_ - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ::close(fd);
+        throw Error(ErrorKind::io, path.string() + ": read failed after " + std::to_string(done) + " of " +
+                                       std::to_string(size_) + " bytes" + (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : ""));
+      }
+      done += static_cast<size_t>(n);
+    }
+    data_ = copy_.data();
+  } else if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       ::close(fd);
@@ -34,13 +53,13 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_), copy_(std::move(other.copy_)) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ && !copy_.data()) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace qwen3::io

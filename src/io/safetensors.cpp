@@ -125,8 +125,8 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
   return out;
 }
 
-void SafetensorsArchive::add_file(const std::filesystem::path& path) {
-  auto file = std::make_unique<MappedFile>(path);
+void SafetensorsArchive::add_file(const std::filesystem::path& path, bool read_into_memory) {
+  auto file = std::make_unique<MappedFile>(path, read_into_memory);
   std::string name = path.filename().string();
   if (file->size() < 8) fail(ErrorKind::format, name, "file is " + std::to_string(file->size()) + " bytes, too short for a header");
   uint64_t header_len = 0;
@@ -144,12 +144,12 @@ void SafetensorsArchive::add_file(const std::filesystem::path& path) {
   files_.push_back(std::move(file));
 }
 
-SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& dir) {
+SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& dir, bool read_into_memory) {
   SafetensorsArchive archive;
   auto single = dir / "model.safetensors";
   auto index = dir / "model.safetensors.index.json";
   if (std::filesystem::exists(single)) {
-    archive.add_file(single);
+    archive.add_file(single, read_into_memory);
   } else if (std::filesystem::exists(index)) {
     auto j = read_json(index);
     if (!j.contains("weight_map") || !j["weight_map"].is_object())
@@ -162,7 +162,7 @@ SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& dir) {
     for (auto& shard : shards) {
       if (shard.find('/') != std::string::npos)
         fail(ErrorKind::format, index.string(), "shard name " + shard + " is not a plain file name");
-      archive.add_file(dir / shard);
+      archive.add_file(dir / shard, read_into_memory);
     }
   } else {
     throw Error(ErrorKind::io, single.string() + ": no such file (nor model.safetensors.index.json)");

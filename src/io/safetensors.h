@@ -34,17 +34,17 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
                                                  const std::string& file_name);
 
 // All tensors of a checkpoint: model.safetensors, or the shards named by
-// model.safetensors.index.json.
+// model.safetensors.index.json; memory-mapped, or read into memory (MappedFile).
 class SafetensorsArchive {
  public:
-  static SafetensorsArchive open(const std::filesystem::path& model_dir);
+  static SafetensorsArchive open(const std::filesystem::path& model_dir, bool read_into_memory = false);
 
   const TensorView* find(const std::string& name) const;
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   uint64_t total_bytes() const;
 
  private:
-  void add_file(const std::filesystem::path& path);
+  void add_file(const std::filesystem::path& path, bool read_into_memory);
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::map<std::string, TensorView> tensors_;
 };

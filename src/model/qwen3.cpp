@@ -190,7 +190,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   m->name_ = std::filesystem::absolute(dir).lexically_normal().filename().string();
   if (m->name_.empty()) m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
   ops::RuntimePtr rt = ops::make_runtime(options.isa, options.threads);
-  Weights w = load_weights(dir, m->config_);
+  Weights w = load_weights(dir, m->config_, !options.mmap);
   if (!options.quant.empty()) quantize_weights(w, parse_quant_type(options.quant), options.keep_head, *rt);
   m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt));
   return m;

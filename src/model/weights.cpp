@@ -74,8 +74,8 @@ void prefault(const Weights& weights) {
   }
 }
 
-Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c) {
-  Weights w{io::SafetensorsArchive::open(dir), {}, {}, {}, {}, {}};
+Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c, bool in_memory) {
+  Weights w{io::SafetensorsArchive::open(dir, in_memory), {}, {}, {}, {}, {}};
   Loader in(w.archive);
   const int D = c.hidden_size, F = c.intermediate_size, Dh = c.head_dim;
   const int q_width = c.num_attention_heads * Dh, kv_width = c.num_key_value_heads * Dh;

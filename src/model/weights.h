@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "io/huge_page_buffer.h"
 #include "io/safetensors.h"
 #include "ops/ops.h"
 #include "qwen3/model.h"
@@ -26,7 +27,7 @@ struct LayerWeights {
 
 struct Weights {
   io::SafetensorsArchive archive;  // owns the memory maps the matrices point into
-  std::vector<std::vector<uint8_t>> quantized;  // matrices quantized at load time point in here
+  std::vector<io::HugePageBuffer> quantized;  // matrices quantized at load time point in here
   ops::Matrix embed_tokens;        // [V, D]
   std::vector<LayerWeights> layers;
   std::vector<float> norm;  // [D]
@@ -43,8 +44,9 @@ struct Weights {
 // the kernel lacks it.
 void prefault(const Weights& weights);
 
-// Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype.
-Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config);
+// Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype, mapped
+// or, with `in_memory`, read into huge-page memory.
+Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config, bool in_memory = false);
 
 // "q8" -> q8_0, "q4" -> q4_0; anything else is an invalid_argument error.
 DType parse_quant_type(std::string_view type);

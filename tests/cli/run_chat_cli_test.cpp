@@ -33,6 +33,22 @@ TEST(RunCli, GreedyPrintsTheReferenceContinuation) {
   EXPECT_NE(run.err.find("peak RSS"), std::string::npos);
 }
 
+TEST(RunCli, LoadFlagsKeepTheGreedyContinuation) {
+  // Weights read into memory compute what mapped ones do; q8 at load time equals the q8 folder
+  // path, checked in the model tests, and here only has to run.
+  auto c = reference_case("qwen3-tiny", "france");
+  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n 8 --no-mmap -t 1", "", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string want = c["greedy_text"];
+  EXPECT_EQ(run.output.substr(0, 30), want.substr(0, 30));
+  auto q8 = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n 8 --quant q8 --no-mmap", "", false);
+  ASSERT_EQ(q8.exit_code, 0) << q8.err;
+  EXPECT_EQ(q8.output.rfind("The capital of France is", 0), 0u) << q8.output;
+  auto bad = run_qwen3("run " + kTiny + " 'hi' --quant q5", "", false);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--quant: q5 not in {q8,q4}"), std::string::npos) << bad.err;
+}
+
 TEST(RunCli, PromptFromStdinAndShowProbs) {
   auto run = run_qwen3("run " + kTiny + " - --temp 0 -n 2 --show-probs 3", "The capital of France is", false);
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -43,16 +43,19 @@ class BadFolder : public testing::Test {
     write("config.json", j.dump());
   }
 
-  // Loading fails with this kind, and the message contains every fragment.
+  // Loading fails with this kind, and the message contains every fragment, whether the weights
+  // are mapped or read into memory.
   void expect_error(ErrorKind kind, std::initializer_list<std::string> fragments) {
-    try {
-      Model::load(dir_);
-      FAIL() << "loaded a broken model";
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      EXPECT_EQ(e.kind(), kind) << msg;
-      EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-      for (auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+    for (bool mmap : {true, false}) {
+      try {
+        Model::load(dir_, {.mmap = mmap});
+        FAIL() << "loaded a broken model, mmap " << mmap;
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_EQ(e.kind(), kind) << msg;
+        EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+        for (auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+      }
     }
   }
 

@@ -67,6 +67,18 @@ TEST(Batch, ThreadCountDoesNotChangeResults) {
   }
 }
 
+TEST(Batch, WeightsReadIntoMemoryGiveTheLogitsOfMappedOnes) {
+  for (const auto& dir : {test::tiny_model(), test::untied_model()}) {
+    auto mapped = Model::load(dir, {.threads = 2});
+    auto read = Model::load(dir, {.threads = 2, .mmap = false});
+    EXPECT_EQ(run_alone(*read, prompt(17, 5)), run_alone(*mapped, prompt(17, 5))) << dir;
+    auto quantized = Model::load(dir, {.threads = 2, .quant = "q8", .mmap = false});  // huge-page buffers too
+    EXPECT_EQ(run_alone(*quantized, prompt(17, 5)),
+              run_alone(*Model::load(dir, {.threads = 2, .quant = "q8"}), prompt(17, 5)))
+        << dir;
+  }
+}
+
 TEST(Batch, ContextOverflowIsAnErrorAndChangesNothing) {
   auto m = Model::load(test::untied_model());
   Sequence s(*m, 8);

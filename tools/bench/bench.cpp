@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/load_flags.h"
 #include "cli/measure.h"
 #include "qwen3/model.h"
 
@@ -67,7 +68,8 @@ double generation_speed(Model& m, int n, int batch) {
 
 void add_bench_command(CLI::App& app) {
   struct Args {
-    std::string model, isa = "auto", quant;
+    std::string model;
+    cli::LoadFlags load;
     std::vector<int> prompts = {16, 128, 512};
     std::vector<int> threads = {0};
     int gen = 128, reps = 5, batch = 1;
@@ -81,14 +83,15 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-r,--reps", a->reps, "Repetitions of each test")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "Sequences decoded together in tgN")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--isa", a->isa, "Kernels: auto, avx512, avx2, scalar")->capture_default_str();
-  cmd->add_option("--quant", a->quant, "Quantize float weights at load time: q8 or q4")->check(CLI::IsMember({"q8", "q4"}));
+  a->load.add_to(*cmd, false);
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->callback([a] {
     nlohmann::json report = {{"tests", nlohmann::json::array()}};
     for (int threads : a->threads) {
       auto t0 = Clock::now();
-      auto model = Model::load(a->model, {.threads = threads, .isa = a->isa, .quant = a->quant});
+      LoadOptions options = a->load.load_options();
+      options.threads = threads;
+      auto model = Model::load(a->model, options);
       const double load_s = seconds_since(t0);
       const double gb_per_token = model->weight_bytes() / 1e9;
       // Time to first token: a 5-token prompt's prefill including the LM head, page cache warm.
@@ -96,9 +99,10 @@ void add_bench_command(CLI::App& app) {
       std::vector<double> ttft;
       for (int r = 0; r < a->reps; ++r) ttft.push_back(5 / prompt_speed(*model, 5));
       if (!a->json) {
-        std::printf("%s | %s kernels | %d threads | load %.3f s | TTFT (5-token prompt) %.1f ms | %.3f GB weights/token\n",
-                    model->config().summary(model->name()).c_str(), model->isa(), model->threads(), load_s,
-                    stats(ttft).median * 1e3, gb_per_token);
+        std::printf("%s | %s kernels | %d threads | weights %s | load %.3f s | TTFT (5-token prompt) %.1f ms | "
+                    "%.3f GB weights/token\n",
+                    model->config().summary(model->name()).c_str(), model->isa(), model->threads(),
+                    options.mmap ? "mapped" : "in memory", load_s, stats(ttft).median * 1e3, gb_per_token);
         std::printf("%-10s %10s %10s %10s %10s\n", "test", "tok/s", "sd", "median", "GB/s");
       }
       auto add = [&](const std::string& name, std::vector<double> v, bool decode) {
@@ -110,7 +114,8 @@ void add_bench_command(CLI::App& app) {
         }
         report["tests"].push_back({{"test", name}, {"threads", model->threads()}, {"isa", model->isa()},
                                    {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
-                                   {"gb_s", gbs}, {"load_s", load_s}, {"ttft_ms", stats(ttft).median * 1e3}});
+                                   {"gb_s", gbs}, {"load_s", load_s}, {"ttft_ms", stats(ttft).median * 1e3},
+                                   {"mmap", options.mmap}});
       };
       for (int p : a->prompts) {
         std::vector<double> v;

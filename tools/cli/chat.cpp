@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/load_flags.h"
 #include "cli/model_path.h"
 #include "cli/sampling_flags.h"
 #include "qwen3/chat.h"
@@ -88,7 +89,8 @@ void add_chat_command(CLI::App& app) {
   struct Args {
     std::string model, system;
     SamplingFlags sampling;
-    int ctx = 8192, threads = 0;
+    int ctx = 8192;
+    LoadFlags load;
     bool no_think = false, hide_think = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -101,11 +103,11 @@ void add_chat_command(CLI::App& app) {
   cmd->add_flag("--no-think", a->no_think, "Start with Qwen3's thinking mode off");
   cmd->add_flag("--hide-think", a->hide_think, "Do not show the <think> block");
   cmd->add_option("-c,--ctx", a->ctx, "Context length of the whole conversation")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", a->threads, "Threads (0 = one per core)");
+  a->load.add_to(*cmd);
   cmd->add_flag("-v,--verbose", a->verbose, "Print each turn's prompt token ids and cache reuse");
   cmd->callback([a] {
     const auto dir = resolve_model(a->model);
-    auto model = Model::load(dir, {a->threads, "auto"});
+    auto model = Model::load(dir, a->load.load_options());
     auto tokenizer = Tokenizer::load(dir);
     auto tmpl = ChatTemplate::load(dir);
     const bool tty_in = isatty(0), colour = isatty(1);

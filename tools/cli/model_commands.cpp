@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/load_flags.h"
 #include "cli/model_path.h"
 #include "cli/verify_chat.h"
 #include "cli/verify_model.h"
@@ -43,19 +44,18 @@ std::vector<TokenId> parse_ids(const std::string& text) {
 void add_generate_command(CLI::App& app) {
   struct Args {
     std::string model, ids;
-    int n = 20, threads = 0;
-    std::string isa = "auto";
+    int n = 20;
+    LoadFlags load;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("generate", "Greedy generation from token ids; prints the new ids");
   cmd->add_option("model", args->model, "Model folder")->required();
   cmd->add_option("--ids", args->ids, "Prompt token ids, comma-separated (e.g. 785,6722,315,9625,374)")->required();
   cmd->add_option("-n,--max-tokens", args->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-t,--threads", args->threads, "Threads (0 = one per core)");
-  cmd->add_option("--isa", args->isa, "Kernels: auto, avx512, avx2, scalar");
+  args->load.add_to(*cmd);
   cmd->callback([args] {
     auto prompt = parse_ids(args->ids);
-    auto model = Model::load(resolve_model(args->model), {args->threads, args->isa});
+    auto model = Model::load(resolve_model(args->model), args->load.load_options());
     Sequence seq(*model, std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
     std::vector<TokenId> next = prompt;
     for (int i = 0; i < args->n; ++i) {
@@ -74,16 +74,14 @@ void add_verify_command(CLI::App& app) {
   struct Args {
     std::string model, reference;
     double tol = 1e-3;
-    int threads = 0;
-    std::string isa = "auto";
+    LoadFlags load;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("verify", "Check the engine against a reference file (fixture format); exit 1 on any mismatch");
   cmd->add_option("model", args->model, "Model folder")->required();
   cmd->add_option("reference", args->reference, "Reference JSON (model logits, tokenizer or chat-template cases)")->required();
   cmd->add_option("--tol", args->tol, "Largest allowed |logit error|")->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", args->threads, "Threads (0 = one per core)");
-  cmd->add_option("--isa", args->isa, "Kernels: auto, avx512, avx2, scalar");
+  args->load.add_to(*cmd);
   cmd->callback([args] {
     // The kind of reference is told by its fields: tokenizer cases, chat renderings, or logits.
     auto ref = read_json_file(args->reference);
@@ -97,7 +95,7 @@ void add_verify_command(CLI::App& app) {
       auto tokenizer = Tokenizer::load(dir);
       rc = verify_chat_reference(ChatTemplate::load(dir), ordered, stdout, &tokenizer);
     } else if (ref.is_object() && ref.contains("cases")) {
-      auto model = Model::load(dir, {args->threads, args->isa});
+      auto model = Model::load(dir, args->load.load_options());
       std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(), model->isa(), model->threads());
       rc = verify_model_reference(*model, ref, args->tol, stdout);
     } else {

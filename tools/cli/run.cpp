@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "cli/commands.h"
+#include "cli/load_flags.h"
 #include "cli/measure.h"
 #include "cli/model_path.h"
 #include "cli/sampling_flags.h"
@@ -44,8 +45,8 @@ void add_run_command(CLI::App& app) {
   struct Args {
     std::string model, prompt;
     SamplingFlags sampling;
-    int show_probs = 0, ctx = 4096, threads = 0;
-    std::string isa = "auto";
+    int show_probs = 0, ctx = 4096;
+    LoadFlags load;
     bool chat = false, no_think = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -57,8 +58,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--chat", a->chat, "Wrap the prompt as a user message with the model's chat template");
   cmd->add_flag("--no-think", a->no_think, "With --chat: turn Qwen3's thinking mode off");
   cmd->add_option("-c,--ctx", a->ctx, "Context length (prompt + output), capped by the model")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", a->threads, "Threads (0 = one per core)");
-  cmd->add_option("--isa", a->isa, "Kernels: auto, avx512, avx2, scalar");
+  a->load.add_to(*cmd);
   cmd->add_flag("-v,--verbose", a->verbose, "Print the sampling settings and prompt token ids");
   cmd->callback([a] {
     if (a->prompt == "-") a->prompt.assign(std::istreambuf_iterator<char>(std::cin), {});
@@ -66,7 +66,7 @@ void add_run_command(CLI::App& app) {
     const auto t_load = Clock::now();
     // The tokenizer (11 MB of JSON) loads while the weights are mapped.
     auto tokenizer_loading = std::async(std::launch::async, [&] { return Tokenizer::load(dir); });
-    auto model = Model::load(dir, {a->threads, a->isa});
+    auto model = Model::load(dir, a->load.load_options());
     auto tokenizer = tokenizer_loading.get();
     const double load_s = seconds_since(t_load);
     GenerationOptions options = a->sampling.options(dir, model->config());

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/load_flags.h"
 #include "qwen3/chat.h"
 #include "cli/model_path.h"
 #include "qwen3/generation.h"
@@ -18,8 +19,9 @@ namespace qwen3::cli {
 
 void add_serve_command(CLI::App& app) {
   struct Args {
-    std::string model, name, isa = "auto";
-    int threads = 0, ctx = 4096;
+    std::string model, name;
+    int ctx = 4096;
+    cli::LoadFlags load;
     server::SchedulerOptions scheduler;
     server::HttpOptions http;
   };
@@ -37,13 +39,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body", args->http.max_body, "Largest request body in bytes (413 above)")->check(CLI::PositiveNumber);
   cmd->add_option("--timeout", args->http.timeout_s, "Seconds before a request is ended (finish_reason length)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", args->threads, "Compute threads (0 = one per core)");
-  cmd->add_option("--isa", args->isa, "Kernels: auto, avx512, avx2, scalar");
+  args->load.add_to(*cmd);
   cmd->callback([args] {
     // A client that hangs up mid-write must fail that write, not kill the server.
     std::signal(SIGPIPE, SIG_IGN);
     const auto dir = cli::resolve_model(args->model);
-    auto model = Model::load(dir, {args->threads, args->isa});
+    auto model = Model::load(dir, args->load.load_options());
     auto tokenizer = Tokenizer::load(dir);
     auto chat = ChatTemplate::load(dir);
     server::ServedModel served;

@@ -1,0 +1,22 @@
+// The shared model-loading flags.
+#include "load_flags.h"
+
+namespace qwen3::cli {
+
+void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
+  if (with_threads) cmd.add_option("-t,--threads", options.threads, "Threads (0 = one per core)");
+  cmd.add_option("--isa", options.isa, "Kernels: auto, avx512, avx2, scalar")->capture_default_str();
+  cmd.add_option("--quant", options.quant, "Quantize float weights at load time: q8 or q4")
+      ->check(CLI::IsMember({"q8", "q4"}));
+  cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");
+  cmd.add_flag("--no-mmap", no_mmap,
+               "Read the weights into huge-page memory instead of mapping the file: slower start, faster decode");
+}
+
+LoadOptions LoadFlags::load_options() const {
+  LoadOptions o = options;
+  o.mmap = !no_mmap;
+  return o;
+}
+
+}  // namespace qwen3::cli
