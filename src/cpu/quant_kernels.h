@@ -82,9 +82,9 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
     for (int v = 0; v < nv; ++v) acc[r][v] = S::zero();
   for (int b = 0; b < nb; ++b) {
     const uint8_t* blk = g + size_t(b) * kQuantRows * F::bytes;
-    if constexpr (MR == 1)
+    if constexpr (MR == 1)  // into L2, 8 KiB ahead: q4 decode 5% faster than into L1 (T0) at any distance
       for (int l = 0; l < kQuantRows * F::bytes; l += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + 32 * kPrefetchBytes + l, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + 16 * kPrefetchBytes + l, _MM_HINT_T1);
     V ws[nv];
     typename F::Wp wp[F::steps][nv];
     for (int v = 0; v < nv; ++v) {
