@@ -3,7 +3,7 @@
 
     tools/scripts/side_by_side.py --qwen3 build/qwen3 --model models/qwen3-0.6b-random \
         --llama-bench PATH/llama-bench --gguf qwen3-0.6b-random-bf16.gguf [--membw PATH/membw] \
-        [--reps 5] [--threads 1,2] [--qwen3-args "--quant q8"]
+        [--reps 5] [--threads 1,2] [--qwen3-args "--no-mmap"] [--llama-args "-mmp 0"]
 
 Runs the two engines interleaved, one repetition of every test at a time (pp16, pp128, pp512,
 tg128), so drift on a shared machine hits both alike, and prints the median tokens/s of each with
@@ -30,7 +30,7 @@ def ours(args, threads):
 
 def llama(args, threads):
     out = run([args.llama_bench, "-m", args.gguf, "-p", "16,128,512", "-n", "128", "-r", "1", "-t", str(threads),
-               "-o", "json"])
+               "-o", "json"] + args.llama_args.split())
     return {("pp%d" % t["n_prompt"] if t["n_gen"] == 0 else "tg%d" % t["n_gen"]): t["avg_ts"] for t in json.loads(out)}
 
 
@@ -50,6 +50,7 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--qwen3-args", default="")
+    p.add_argument("--llama-args", default="")
     args = p.parse_args()
     for threads in [int(t) for t in args.threads.split(",")]:
         a, b, bw = {}, {}, []
