@@ -3,7 +3,7 @@
 
     tools/scripts/side_by_side.py --qwen3 build/qwen3 --model models/qwen3-0.6b-random \
         --llama-bench PATH/llama-bench --gguf qwen3-0.6b-random-bf16.gguf [--membw PATH/membw] \
-        [--reps 5] [--threads 1,2] [--qwen3-args "--no-mmap"] [--llama-args "-mmp 0"]
+        [--reps 5] [--threads 1,2] [--qwen3-args "--no-mmap"] [--llama-args "-lm none"]
 
 Runs the two engines interleaved, one repetition of every test at a time (pp16, pp128, pp512,
 tg128), so drift on a shared machine hits both alike, and prints the median tokens/s of each with
