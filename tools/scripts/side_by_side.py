@@ -8,7 +8,8 @@
 Runs the two engines interleaved, one repetition of every test at a time (pp16, pp128, pp512,
 tg128), so drift on a shared machine hits both alike, and prints the median tokens/s of each with
 the ratio. With --membw (../shared/tools/membw.c built with -fopenmp) it also measures the read
-bandwidth in the same run and prints decode as a fraction of it. Builds nothing.
+bandwidth in the same run (on huge pages with --membw-huge, the bound for --no-mmap) and prints
+decode as a fraction of it. Builds nothing.
 """
 import argparse
 import json
@@ -34,9 +35,9 @@ def llama(args, threads):
     return {("pp%d" % t["n_prompt"] if t["n_gen"] == 0 else "tg%d" % t["n_gen"]): t["avg_ts"] for t in json.loads(out)}
 
 
-def membw(path, threads):
+def membw(path, threads, huge):
     import os
-    out = run([path, "1", "5"], env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    out = run([path, "1", "5", "1" if huge else "0"], env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     return float(re.search(r"^read\s.*median\s+([\d.]+) GB/s", out, re.M).group(1))
 
 
@@ -47,6 +48,7 @@ def main():
     p.add_argument("--llama-bench", required=True)
     p.add_argument("--gguf", required=True)
     p.add_argument("--membw")
+    p.add_argument("--membw-huge", action="store_true", help="membw on huge pages (the fair bound for --no-mmap)")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--qwen3-args", default="")
@@ -56,7 +58,7 @@ def main():
         a, b, bw = {}, {}, []
         for _ in range(args.reps):
             if args.membw:
-                bw.append(membw(args.membw, threads))
+                bw.append(membw(args.membw, threads, args.membw_huge))
             r, gb_per_token, rss = ours(args, threads)
             for k, v in r.items():
                 a.setdefault(k, []).append(v)
@@ -64,7 +66,7 @@ def main():
                 b.setdefault(k, []).append(v)
         print(f"\n{threads} thread(s), medians of {args.reps} interleaved runs; qwen3 peak RSS {rss:.0f} MB")
         if bw:
-            print(f"read bandwidth (membw): {statistics.median(bw):.1f} GB/s")
+            print(f"read bandwidth (membw{', huge pages' if args.membw_huge else ''}): {statistics.median(bw):.1f} GB/s")
         print(f"{'test':8} {'qwen3 tok/s':>12} {'llama.cpp':>10} {'ratio':>7}")
         for k in a:
             ma, mb = statistics.median(a[k]), statistics.median(b.get(k, [float('nan')]))
