@@ -91,6 +91,8 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
       ws[v] = S::scales(blk + 2 * S::lanes * v);
       for (int s = 0; s < F::steps; ++s) wp[s][v] = F::prep(blk + 2 * kQuantRows + kQuantChunk * S::lanes * v, s);
     }
+    // Unrolled, so that acc stays in registers (a rolled loop indexes it in memory: q4 30% slower).
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const int8_t* x = xq + size_t(r) * K + size_t(b) * kQuantBlock;
       I isum[chains][nv];
@@ -98,6 +100,7 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
         isum[0][v] = F::corr ? S::splat32(F::corr * xsum[r * nb + b]) : S::zero_i();
         if constexpr (chains == 2) isum[1][v] = S::zero_i();
       }
+#pragma GCC unroll 16
       for (int s = 0; s < F::steps; ++s) {
         const I xb = S::bcast4(x + F::xoff(s));
         for (int v = 0; v < nv; ++v) isum[s % chains][v] = F::dot(wp[s][v], xb, isum[s % chains][v]);
