@@ -3,7 +3,8 @@
 //
 // S provides: V, lanes, MR and MR_small (rows of x per tile in prefill and in batched decode),
 // nr(mr) (W rows per tile of mr rows of x), weighted_rows (rows per weighted_sum tile), add, sub,
-// mul, div, max, hmax, exp (0 below -87.3: the pads of a partial vector vanish), zero(), set1, load, store, load_f16,
+// mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
+// zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_f16,
 // bf16_even / bf16_odd (see below), fma(a, b, acc), hsum(V).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
@@ -216,6 +217,22 @@ void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, 
   if (r < R) weighted_rows_of<S, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
 }
 
+// e^x as Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-7 polynomial, times 2^n.
+// 0 below -87.3, so the -inf pads of a partial vector vanish.
+template <class S>
+inline typename S::V vexp(typename S::V x) {
+  using V = typename S::V;
+  const V clamped = S::min(x, S::set1(88.37626f));
+  const V n = S::round(S::mul(clamped, S::set1(1.44269504f)));
+  V r = S::fma(n, S::set1(-0.693359375f), clamped);  // ln2 in two parts: r exact to float
+  r = S::fma(n, S::set1(2.12194440e-4f), r);
+  V p = S::set1(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+    p = S::fma(p, r, S::set1(c));
+  p = S::fma(p, S::mul(r, r), S::add(r, S::set1(1.0f)));
+  return S::zero_below(S::ldexp(p, n), x, -87.33654f);
+}
+
 template <class S>
 void softmax(float* s, int n, float scale) {
   using V = typename S::V;
@@ -236,7 +253,7 @@ void softmax(float* s, int n, float scale) {
   const V m = S::set1(S::hmax(vmax));
   V vsum = S::zero();
   each([&](float* p) {
-    const V e = S::exp(S::sub(S::load(p), m));
+    const V e = vexp<S>(S::sub(S::load(p), m));
     S::store(p, e);
     vsum = S::add(vsum, e);
   });
@@ -248,7 +265,7 @@ void softmax(float* s, int n, float scale) {
 template <class S>
 void silu_mul(const float* gate, const float* up, int n, float* out) {
   using V = typename S::V;
-  auto silu_times = [](V g, V u) { return S::mul(S::div(g, S::add(S::set1(1.0f), S::exp(S::sub(S::zero(), g)))), u); };
+  auto silu_times = [](V g, V u) { return S::mul(S::div(g, S::add(S::set1(1.0f), vexp<S>(S::sub(S::zero(), g)))), u); };
   const int nv = n - n % S::lanes;
   for (int i = 0; i < nv; i += S::lanes) S::store(out + i, silu_times(S::load(gate + i), S::load(up + i)));
   if (nv < n) {  // the last partial vector, through zero-padded copies

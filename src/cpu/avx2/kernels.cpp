@@ -39,21 +39,12 @@ struct Avx2 {
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
     return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
   }
-  // e^x as Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-7 polynomial, times 2^n
-  // (n added to the exponent bits).
-  static V exp(V x) {
-    const V live = _mm256_cmp_ps(x, set1(-87.33654f), _CMP_GE_OQ);
-    x = _mm256_min_ps(x, set1(88.37626f));
-    const V n = _mm256_round_ps(mul(x, set1(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    V r = _mm256_fnmadd_ps(n, set1(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, set1(-2.12194440e-4f), r);
-    V p = set1(1.9875691500e-4f);
-    for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-      p = fma(p, r, set1(c));
-    p = fma(p, mul(r, r), add(r, set1(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(live, mul(p, _mm256_castsi256_ps(e)));
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V ldexp(V p, V n) {  // n added to the exponent bits
+    return mul(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
   }
+  static V zero_below(V v, V x, float limit) { return _mm256_and_ps(_mm256_cmp_ps(x, set1(limit), _CMP_GE_OQ), v); }
 };
 
 }  // namespace

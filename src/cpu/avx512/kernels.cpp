@@ -32,18 +32,11 @@ struct Avx512 {
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
-  // e^x as Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-7 polynomial, times 2^n.
-  static V exp(V x) {
-    const __mmask16 live = _mm512_cmp_ps_mask(x, set1(-87.33654f), _CMP_GE_OQ);
-    x = _mm512_min_ps(x, set1(88.37626f));
-    const V n = _mm512_roundscale_ps(mul(x, set1(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    V r = _mm512_fnmadd_ps(n, set1(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, set1(-2.12194440e-4f), r);
-    V p = set1(1.9875691500e-4f);
-    for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
-      p = fma(p, r, set1(c));
-    p = fma(p, mul(r, r), add(r, set1(1.0f)));
-    return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V ldexp(V p, V n) { return _mm512_scalef_ps(p, n); }
+  static V zero_below(V v, V x, float limit) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, set1(limit), _CMP_GE_OQ), v);
   }
 };
 
