@@ -187,7 +187,9 @@ inline void weighted_block(const float* a, int lda, int P, const float* v, int D
 // RB rows of out, all D columns: each value vector loaded serves RB rows.
 template <class S, int RB>
 inline void weighted_rows(const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
-  constexpr int CH = 4;  // RB x CH accumulators + CH values fit the registers (S::weighted_rows)
+  // RB x CH accumulators + CH values fit the registers (S::weighted_rows); one or two rows (decode)
+  // take a whole 128-wide row of values per pass on AVX-512, reading the cache contiguously.
+  constexpr int CH = RB <= 2 && S::lanes == 16 ? 8 : 4;
   const int dv = D - D % S::lanes;
   int d = 0;
   for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, RB, CH>(a, lda, P, v, D, d, out, ldo);
