@@ -2,7 +2,8 @@
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
 // S provides: V, lanes, MR and MR_small (rows of x per tile in prefill and in batched decode),
-// nr(mr) (W rows per tile of mr rows of x), weighted_rows (rows per weighted_sum tile), add, sub,
+// nr(mr) (W rows per tile of mr rows of x), weighted_rows (rows per weighted_sum tile), registers
+// (vector registers), add, sub,
 // mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
 // zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_f16,
 // bf16_even / bf16_odd (see below), fma(a, b, acc), hsum(V).
@@ -187,9 +188,9 @@ inline void weighted_block(const float* a, int lda, int P, const float* v, int D
 // RB rows of out, all D columns: each value vector loaded serves RB rows.
 template <class S, int RB>
 inline void weighted_rows(const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
-  // RB x CH accumulators + CH values fit the registers (S::weighted_rows); one or two rows (decode)
-  // take a whole 128-wide row of values per pass on AVX-512, reading the cache contiguously.
-  constexpr int CH = RB <= 2 && S::lanes == 16 ? 8 : 4;
+  // 8 vectors per pass (a whole 128-wide row of values, read contiguously: decode's one or two
+  // rows) where RB x 8 accumulators, the 8 values and the weight fit the registers; else 4.
+  constexpr int CH = RB * 8 + 8 + 1 <= S::registers ? 8 : 4;
   const int dv = D - D % S::lanes;
   int d = 0;
   for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, RB, CH>(a, lda, P, v, D, d, out, ldo);
