@@ -89,7 +89,7 @@ void add_bench_command(CLI::App& app) {
     nlohmann::json report = {{"tests", nlohmann::json::array()}};
     for (int threads : a->threads) {
       auto t0 = Clock::now();
-      LoadOptions options = a->load.load_options();
+      LoadOptions options = a->load.options;
       options.threads = threads;
       auto model = Model::load(a->model, options);
       const double load_s = seconds_since(t0);

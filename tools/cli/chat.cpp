@@ -107,7 +107,7 @@ void add_chat_command(CLI::App& app) {
   cmd->add_flag("-v,--verbose", a->verbose, "Print each turn's prompt token ids and cache reuse");
   cmd->callback([a] {
     const auto dir = resolve_model(a->model);
-    auto model = Model::load(dir, a->load.load_options());
+    auto model = Model::load(dir, a->load.options);
     auto tokenizer = Tokenizer::load(dir);
     auto tmpl = ChatTemplate::load(dir);
     const bool tty_in = isatty(0), colour = isatty(1);

@@ -9,14 +9,9 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   cmd.add_option("--quant", options.quant, "Quantize float weights at load time: q8 or q4")
       ->check(CLI::IsMember({"q8", "q4"}));
   cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");
-  cmd.add_flag("--no-mmap", no_mmap,
-               "Read the weights into huge-page memory instead of mapping the file: slower start, faster decode");
-}
-
-LoadOptions LoadFlags::load_options() const {
-  LoadOptions o = options;
-  o.mmap = !no_mmap;
-  return o;
+  cmd.add_flag_callback(
+      "--no-mmap", [this] { options.mmap = false; },
+      "Read the weights into huge-page memory instead of mapping the file: slower start, faster decode");
 }
 
 }  // namespace qwen3::cli

@@ -10,11 +10,10 @@ namespace qwen3::cli {
 
 struct LoadFlags {
   LoadOptions options;
-  bool no_mmap = false;
 
-  // with_threads = false for commands that take their own thread list (bench).
+  // with_threads = false for commands that take their own thread list (bench). The flags write
+  // into options, so *this must outlive parsing (the commands keep it in their shared Args).
   void add_to(CLI::App& cmd, bool with_threads = true);
-  LoadOptions load_options() const;  // options with mmap = !no_mmap
 };
 
 }  // namespace qwen3::cli

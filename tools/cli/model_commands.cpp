@@ -55,7 +55,7 @@ void add_generate_command(CLI::App& app) {
   args->load.add_to(*cmd);
   cmd->callback([args] {
     auto prompt = parse_ids(args->ids);
-    auto model = Model::load(resolve_model(args->model), args->load.load_options());
+    auto model = Model::load(resolve_model(args->model), args->load.options);
     Sequence seq(*model, std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
     std::vector<TokenId> next = prompt;
     for (int i = 0; i < args->n; ++i) {
@@ -95,7 +95,7 @@ void add_verify_command(CLI::App& app) {
       auto tokenizer = Tokenizer::load(dir);
       rc = verify_chat_reference(ChatTemplate::load(dir), ordered, stdout, &tokenizer);
     } else if (ref.is_object() && ref.contains("cases")) {
-      auto model = Model::load(dir, args->load.load_options());
+      auto model = Model::load(dir, args->load.options);
       std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(), model->isa(), model->threads());
       rc = verify_model_reference(*model, ref, args->tol, stdout);
     } else {

@@ -66,7 +66,7 @@ void add_run_command(CLI::App& app) {
     const auto t_load = Clock::now();
     // The tokenizer (11 MB of JSON) loads while the weights are mapped.
     auto tokenizer_loading = std::async(std::launch::async, [&] { return Tokenizer::load(dir); });
-    auto model = Model::load(dir, a->load.load_options());
+    auto model = Model::load(dir, a->load.options);
     auto tokenizer = tokenizer_loading.get();
     const double load_s = seconds_since(t_load);
     GenerationOptions options = a->sampling.options(dir, model->config());

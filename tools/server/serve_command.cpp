@@ -44,7 +44,7 @@ void add_serve_command(CLI::App& app) {
     // A client that hangs up mid-write must fail that write, not kill the server.
     std::signal(SIGPIPE, SIG_IGN);
     const auto dir = cli::resolve_model(args->model);
-    auto model = Model::load(dir, args->load.load_options());
+    auto model = Model::load(dir, args->load.options);
     auto tokenizer = Tokenizer::load(dir);
     auto chat = ChatTemplate::load(dir);
     server::ServedModel served;
