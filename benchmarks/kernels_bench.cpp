@@ -24,9 +24,9 @@ void BM_Matmul(benchmark::State& state) {
   std::mt19937 rng(1);
   std::vector<uint16_t> w(size_t(N) * K);
   for (auto& v : w) v = f32_to_bf16(std::uniform_real_distribution<float>(-1, 1)(rng));
-  std::vector<float> x(size_t(T) * K, 0.5f), xb(x.size()), y(size_t(T) * N);
+  std::vector<float> x(size_t(T) * K, 0.5f), xb(kt->prepared_floats(T, K)), y(size_t(T) * N);
   for (auto _ : state) {
-    kt->prepare_bf16_x(x.data(), T, K, xb.data());
+    kt->prepare_x[int(DType::bf16)](x.data(), T, K, 0, T, xb.data());
     kt->matmul[int(DType::bf16)](xb.data(), T, K, w.data(), 0, N, y.data(), N);
     benchmark::DoNotOptimize(y.data());
   }
@@ -41,7 +41,11 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
     b->Args({isa, 1, 1024, 3072});    // down projection, decode
     b->Args({isa, 1, 151936, 1024});  // LM head, decode
     b->Args({isa, 8, 3072, 1024});    // batched decode
+    b->Args({isa, 16, 3072, 1024});   // short prompt
+    b->Args({isa, 32, 3072, 1024});
+    b->Args({isa, 64, 3072, 1024});
     b->Args({isa, 128, 3072, 1024});  // prefill
+    b->Args({isa, 512, 1024, 3072});  // long prompt, down projection
   }
   b->Args({0, 1, 3072, 1024});
 }

@@ -1,12 +1,14 @@
 // The hot kernels written once over a vector type S (tinyBLAS-style); src/cpu/avx2 and
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
-// S provides: V, lanes, MR and MR_small (rows of x per tile in prefill and in batched decode),
-// nr(mr) (W rows per tile of mr rows of x), weighted_rows (rows per weighted_sum tile), registers
-// (vector registers), add, sub,
-// mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
-// zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_f16,
-// bf16_even / bf16_odd (see below), fma(a, b, acc), hsum(V).
+// S provides: V, lanes, MR and MR_small (rows of x per dot tile for short prompts and for batched
+// decode), nr(mr) (W rows per tile of mr rows of x), packed_mr, packed_nr and packed_min_tokens
+// (the tiles of packed_matmul.h and the fewest rows that take them), weighted_rows (rows per
+// weighted_sum tile), registers (vector registers), add, sub, mul, div, max, min, hmax, round (to
+// nearest), ldexp(p, n) (p x 2^n, n integral), zero_below(v, x, limit) (v where x >= limit, else
+// 0), zero(), set1, load, store, load_f16, load_pairs, bf16_even / bf16_odd (see below),
+// transpose(V[lanes]) (v[i] becomes lane i of every v), fma(a, b, acc), hsum(V) (folding the
+// lanes in halves: (i, i + lanes/2) first).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
 // even-indexed elements into floats, a mask the odd ones, with no shuffle instructions (the
@@ -74,12 +76,12 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
     V wv[NR];
     if constexpr (kPaired<W>) {
       const uint16_t* wb = static_cast<const uint16_t*>(w);
-      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_even(wb + size_t(n + c) * K + k);
+      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_even(S::load_pairs(wb + size_t(n + c) * K + k));
       for (int r = 0; r < MR; ++r) {
         V xv = S::load(x + size_t(r) * K + k);
         for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
       }
-      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_odd(wb + size_t(n + c) * K + k);
+      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_odd(S::load_pairs(wb + size_t(n + c) * K + k));
       for (int r = 0; r < MR; ++r) {
         V xv = S::load(x + size_t(r) * K + k + S::lanes);
         for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
@@ -95,7 +97,7 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) {
       float s = S::hsum(acc[r][c]);
-      for (int k = kv; k < K; ++k) s += x[size_t(r) * K + k] * scalar_w<W>(w, size_t(n + c) * K + k);
+      for (int k = kv; k < K; ++k) s = std::fma(x[size_t(r) * K + k], scalar_w<W>(w, size_t(n + c) * K + k), s);
       y[size_t(r) * ldy + n + c] = s;
     }
 }
@@ -153,16 +155,6 @@ void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float*
       if (t < t1) row_group_of<S, W, MR - 1, NR>(t1 - t, x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
     }
   }
-}
-
-// One or two tokens: every row of x in one tile with as many W rows in flight as the registers
-// hold (memory-bound). A few tokens (batched decode): tiles of S::MR_small rows, which hold more
-// W rows than prefill's S::MR-row tiles. Prefill: S::MR-row tiles.
-template <class S, class W>
-void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
-  if (T <= 2) return row_group_of<S, W, 2>(T, x, K, w, n0, n1, y, ldy);
-  if (T <= 2 * S::MR_small) return blocked<S, W, S::MR_small>(x, T, K, w, n0, n1, y, ldy);
-  blocked<S, W, S::MR>(x, T, K, w, n0, n1, y, ldy);
 }
 
 // RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in
@@ -278,16 +270,6 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
     S::store(o, silu_times(S::load(g), S::load(u)));
     std::copy_n(o, n - nv, out + nv);
   }
-}
-
-template <class S>
-ops::KernelTable make_table(const char* name) {
-  return ops::KernelTable{name,
-                          {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
-                          pair_permute<S>,
-                          weighted_sum<S>,
-                          softmax<S>,
-                          silu_mul<S>};
 }
 
 }  // namespace qwen3::cpu

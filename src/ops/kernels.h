@@ -21,10 +21,12 @@ using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int3
 
 struct KernelTable {
   const char* name;
-  // Indexed by DType: f32, f16, bf16. The bf16 kernel reads x in the layout prepare_bf16_x
-  // writes (a reordering within fixed chunks of each row), prepared once per product.
+  // Indexed by DType: f32, f16, bf16. Each reads x as prepare_x of its dtype writes it for the
+  // product's T rows: bf16 pairs reordered for few rows, every dtype packed in token tiles for
+  // many (sizes in prepared_floats). Rows [t0, t1) of T can be prepared in any split, in parallel.
   MatmulKernel matmul[3];
-  void (*prepare_bf16_x)(const float* x, int T, int K, float* out);
+  void (*prepare_x[3])(const float* x, int T, int K, int t0, int t1, float* out);
+  size_t (*prepared_floats)(int T, int K);
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
   // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
   void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo);

@@ -18,7 +18,7 @@ class Runtime {
   Runtime(const KernelTable& k, int threads) : kernels(k), pool(threads) {}
   const KernelTable& kernels;
   cpu::ThreadPool pool;
-  std::vector<float> xb;   // [T, K] activations laid out for the bf16 kernels, reused
+  std::vector<float> xf;   // activations laid out for the float kernels (prepare_x), reused
   std::vector<int8_t> xq;  // [T, K] activations quantized for the integer kernels, reused
   std::vector<float> xd;   // [T, K / 32] their scales
   std::vector<int32_t> xs; // [T, K / 32] their block sums
@@ -88,18 +88,21 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
   // streams its own contiguous part of the weights, in whole row groups of the quantized layout.
   constexpr int kRowsPerUnit = kQuantRows;
   int units = 0;
-  bool quantized = false, bf16 = false;
+  bool quantized = false;
   for (const Product& p : products) {
     units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
     quantized |= is_block_quantized(p.w.dtype);
-    bf16 |= p.w.dtype == DType::bf16;
   }
   const int K = products.begin()->w.cols;
-  if (bf16) {
-    rt.xb.resize(size_t(T) * K);
-    rt.pool.run(T, [&](int b, int e) {
-      rt.kernels.prepare_bf16_x(x + size_t(b) * K, e - b, K, &rt.xb[size_t(b) * K]);
-    });
+  const DType dtype = products.begin()->w.dtype;
+  for (const Product& p : products)  // x is prepared for one dtype: a folder mixing them goes one by one
+    if (p.w.dtype != dtype) {
+      for (const Product& q : products) matmul(rt, x, T, {q});
+      return;
+    }
+  if (!quantized) {
+    rt.xf.resize(rt.kernels.prepared_floats(T, K));
+    rt.pool.run(T, [&](int b, int e) { rt.kernels.prepare_x[int(dtype)](x, T, K, b, e, rt.xf.data()); });
   }
   if (quantized) {
     // Each row of x is quantized once here, not once per thread inside the kernel.
@@ -124,8 +127,7 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
           (p.w.dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
               rt.xq.data(), rt.xd.data(), rt.xs.data(), T, p.w.cols, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
         else
-          rt.kernels.matmul[static_cast<int>(p.w.dtype)](p.w.dtype == DType::bf16 ? rt.xb.data() : x, T, p.w.cols,
-                                                         p.w.data, n0, n1, p.y, p.w.rows);
+          rt.kernels.matmul[static_cast<int>(p.w.dtype)](rt.xf.data(), T, p.w.cols, p.w.data, n0, n1, p.y, p.w.rows);
       }
       first += n_units;
     }
@@ -179,7 +181,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
   rt.pool.run(kv_heads * blocks, [&](int b, int e) {
-    std::vector<float> queries, scores, context;
+    std::vector<float> queries, prepared, scores, context;
     for (int task = b; task < e; ++task) {
       const int g = task / blocks, t0 = (task % blocks) * kQueryBlock, nt = std::min(kQueryBlock, n - t0);
       const int rows = nt * group, P = p0 + t0 + nt;  // P: positions the block's last query sees
@@ -189,8 +191,10 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
       for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
         std::copy_n(q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
                     &queries[size_t(r) * head_dim]);
+      prepared.resize(kt.prepared_floats(rows, head_dim));
+      kt.prepare_x[int(DType::f32)](queries.data(), rows, head_dim, 0, rows, prepared.data());
       scores.resize(size_t(rows) * P);
-      kt.matmul[static_cast<int>(DType::f32)](queries.data(), rows, head_dim, kg, 0, P, scores.data(), P);
+      kt.matmul[int(DType::f32)](prepared.data(), rows, head_dim, kg, 0, P, scores.data(), P);
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
         const int visible = p0 + t0 + r / group + 1;
         float* s = &scores[size_t(r) * P];

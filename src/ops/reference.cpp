@@ -25,8 +25,11 @@ void matmul(const float* x, int T_, int K, const void* w, int n0, int n1, float*
     }
 }
 
-// The reference bf16 kernel reads x as it is.
-void prepare_bf16_x(const float* x, int T, int K, float* out) { std::copy_n(x, size_t(T) * K, out); }
+// The reference kernels read x as it is.
+void prepare_x(const float* x, int, int K, int t0, int t1, float* out) {
+  std::copy(x + size_t(t0) * K, x + size_t(t1) * K, out + size_t(t0) * K);
+}
+size_t prepared_floats(int T, int K) { return size_t(T) * K; }
 
 void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
   for (int r = 0; r < R; ++r)
@@ -53,7 +56,8 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
-      {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>}, prepare_bf16_x, weighted_sum, softmax,
+      {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
+       {prepare_x, prepare_x, prepare_x}, prepared_floats, weighted_sum, softmax,
        silu_mul});
   return table;
 }

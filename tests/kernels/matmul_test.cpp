@@ -48,7 +48,7 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
   for (const KernelTable* kt : simd_tables()) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (int K : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 47, 128, 1024}) {
-        for (int T : {1, 2, 5, 7, 13}) {
+        for (int T : {1, 2, 5, 7, 13, 29}) {
           const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;  // a sub-range of rows, sentinels around it
           const int misalign = (K + T) % 3;                 // pointers off the natural alignment
           Weights w = random_weights(dtype, size_t(N) * K + misalign, rng);
@@ -59,9 +59,9 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           const float* xp = x.data() + misalign;
           const void* wp = w.data(misalign);
           reference_kernels().matmul[int(dtype)](xp, T, K, wp, n0, n1, want.data(), ldy);
-          std::vector<float> prepared(size_t(T) * K);  // bf16 kernels read x in their own layout
-          if (dtype == DType::bf16) kt->prepare_bf16_x(xp, T, K, prepared.data());
-          kt->matmul[int(dtype)](dtype == DType::bf16 ? prepared.data() : xp, T, K, wp, n0, n1, got.data(), ldy);
+          std::vector<float> prepared(kt->prepared_floats(T, K));  // the kernels read x in their own layout
+          kt->prepare_x[int(dtype)](xp, T, K, 0, T, prepared.data());
+          kt->matmul[int(dtype)](prepared.data(), T, K, wp, n0, n1, got.data(), ldy);
           for (int t = 0; t < T; ++t)
             for (int n = 0; n < ldy; ++n) {
               const size_t i = size_t(t) * ldy + n;
@@ -88,25 +88,34 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
   }
 }
 
+// Prompts go through packed panels, decode through dot tiles, a few tokens through small tiles:
+// each row's results must be the same bits on every path.
 TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int K = 1024, N = 37, T = 11;
-  for (const KernelTable* kt : simd_tables()) {
-    Weights w = random_weights(DType::bf16, size_t(N) * K, rng);
-    std::vector<float> x(size_t(T) * K);
-    for (auto& v : x) v = u(rng);
-    std::vector<float> all(size_t(T) * N), one(N);
-    std::vector<float> xb(x.size());  // the bf16 kernel's layout of x: per row, so row t alone is row t of all
-    kt->prepare_bf16_x(x.data(), T, K, xb.data());
-    kt->matmul[int(DType::bf16)](xb.data(), T, K, w.data(0), 0, N, all.data(), N);
-    for (int t = 0; t < T; ++t) {
-      // Alone, and split into odd row ranges as threads would.
-      kt->matmul[int(DType::bf16)](&xb[size_t(t) * K], 1, K, w.data(0), 0, 5, one.data(), N);
-      kt->matmul[int(DType::bf16)](&xb[size_t(t) * K], 1, K, w.data(0), 5, N, one.data(), N);
-      for (int n = 0; n < N; ++n) ASSERT_EQ(one[n], all[size_t(t) * N + n]) << kt->name << " t=" << t << " n=" << n;
-    }
-  }
+  const int N = 37;
+  for (const KernelTable* kt : simd_tables())
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16})
+      for (int K : {1024, 1000, 77})
+        for (int T : {5, 11, 40, 100}) {
+          Weights w = random_weights(dtype, size_t(N) * K, rng);
+          std::vector<float> x(size_t(T) * K);
+          for (auto& v : x) v = u(rng);
+          std::vector<float> all(size_t(T) * N), one(N);
+          std::vector<float> xb(kt->prepared_floats(T, K)), xt(kt->prepared_floats(1, K));
+          for (int t0 = 0; t0 < T; t0 += 7)  // rows prepared in pieces, as threads do
+            kt->prepare_x[int(dtype)](x.data(), T, K, t0, std::min(T, t0 + 7), xb.data());
+          kt->matmul[int(dtype)](xb.data(), T, K, w.data(0), 0, N, all.data(), N);
+          for (int t = 0; t < T; ++t) {
+            // Alone, and split into odd row ranges as threads would.
+            kt->prepare_x[int(dtype)](&x[size_t(t) * K], 1, K, 0, 1, xt.data());
+            kt->matmul[int(dtype)](xt.data(), 1, K, w.data(0), 0, 5, one.data(), N);
+            kt->matmul[int(dtype)](xt.data(), 1, K, w.data(0), 5, N, one.data(), N);
+            for (int n = 0; n < N; ++n)
+              ASSERT_EQ(one[n], all[size_t(t) * N + n])
+                  << kt->name << " " << dtype_name(dtype) << " K=" << K << " T=" << T << " t=" << t << " n=" << n;
+          }
+        }
 }
 
 TEST(VectorKernels, WeightedSumMatchesReference) {

@@ -1,7 +1,7 @@
 // AVX2 + FMA instantiation of the SIMD kernels (8 float lanes, 16 registers).
 #include <immintrin.h>
 
-#include "cpu/simd_kernels.h"
+#include "cpu/make_table.h"
 
 namespace qwen3::cpu {
 
@@ -12,16 +12,37 @@ struct Avx2 {
   static constexpr int lanes = 8, registers = 16, MR = 2, MR_small = 2, weighted_rows = 2;
   // Accumulators (mr x nr), W values (nr) and one x vector within the 16 registers.
   static constexpr int nr(int mr) { return mr == 1 ? 6 : 4; }
+  // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.
+  static constexpr int packed_mr = 6, packed_nr = 2, packed_min_tokens = 32;
   static V zero() { return _mm256_setzero_ps(); }
   static V set1(float a) { return _mm256_set1_ps(a); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
-  // 2 x lanes bf16 values as 32-bit pairs: the even elements (a shift), then the odd (a mask).
-  static V bf16_even(const uint16_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), 16)); }
-  static V bf16_odd(const uint16_t* p) {
-    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), _mm256_set1_epi32(int(0xffff0000u))));
+  // 2 x lanes bf16 values as 32-bit pairs; of those, the even elements (a shift), the odd (a mask).
+  static V load_pairs(const uint16_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static V bf16_even(V pairs) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(pairs), 16)); }
+  static V bf16_odd(V pairs) {
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(pairs), _mm256_set1_epi32(int(0xffff0000u))));
   }
   static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  // v[i] = lane i of v[0 .. 7]: in-lane pairs, then pairs of pairs, then the 128-bit halves.
+  static void transpose(V v[8]) {
+    V a[8], b[8];
+    for (int k = 0; k < 8; k += 2) {
+      a[k] = _mm256_unpacklo_ps(v[k], v[k + 1]);
+      a[k + 1] = _mm256_unpackhi_ps(v[k], v[k + 1]);
+    }
+    auto pd = [](V x) { return _mm256_castps_pd(x); };
+    for (int k = 0; k < 8; k += 4)
+      for (int m = 0; m < 2; ++m) {  // b[k + m']: lane 4L + m' of rows k .. k+3, in half L
+        b[k + 2 * m] = _mm256_castpd_ps(_mm256_unpacklo_pd(pd(a[k + m]), pd(a[k + m + 2])));
+        b[k + 2 * m + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(pd(a[k + m]), pd(a[k + m + 2])));
+      }
+    for (int m = 0; m < 4; ++m) {
+      v[m] = _mm256_permute2f128_ps(b[m], b[4 + m], 0x20);
+      v[4 + m] = _mm256_permute2f128_ps(b[m], b[4 + m], 0x31);
+    }
+  }
   static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }
   static float hsum(V v) {  // a fixed tree: (lo + hi) halves, then pairs
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

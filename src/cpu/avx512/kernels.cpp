@@ -1,7 +1,7 @@
 // AVX-512 instantiation of the SIMD kernels (16 float lanes, 32 registers).
 #include <immintrin.h>
 
-#include "cpu/simd_kernels.h"
+#include "cpu/make_table.h"
 
 namespace qwen3::cpu {
 
@@ -12,17 +12,42 @@ struct Avx512 {
   static constexpr int lanes = 16, registers = 32, MR = 6, MR_small = 4, weighted_rows = 6;
   // Accumulators (mr x nr), W values (nr) and one x vector within the 32 registers.
   static constexpr int nr(int mr) { return mr <= 2 ? 8 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3; }
+  // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.
+  static constexpr int packed_mr = 12, packed_nr = 2, packed_min_tokens = 96;
   static V zero() { return _mm512_setzero_ps(); }
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  // 2 x lanes bf16 values as 32-bit pairs: the even elements (a shift), then the odd (a mask).
-  static V bf16_even(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(p), 16)); }
-  static V bf16_odd(const uint16_t* p) {
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(int(0xffff0000u))));
+  // 2 x lanes bf16 values as 32-bit pairs; of those, the even elements (a shift), the odd (a mask).
+  static V load_pairs(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_loadu_si512(p)); }
+  static V bf16_even(V pairs) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(pairs), 16)); }
+  static V bf16_odd(V pairs) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(pairs), _mm512_set1_epi32(int(0xffff0000u))));
   }
   static V load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // v[i] = lane i of v[0 .. 15]: in-lane pairs, then pairs of pairs, then 128-bit blocks twice.
+  static void transpose(V v[16]) {
+    V a[16], b[16];
+    for (int k = 0; k < 16; k += 2) {
+      a[k] = _mm512_unpacklo_ps(v[k], v[k + 1]);
+      a[k + 1] = _mm512_unpackhi_ps(v[k], v[k + 1]);
+    }
+    auto pd = [](V x) { return _mm512_castps_pd(x); };
+    for (int k = 0; k < 16; k += 4)
+      for (int m = 0; m < 2; ++m) {  // b[k + m']: lane 4L + m' of rows k .. k+3, in block L
+        b[k + 2 * m] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(a[k + m]), pd(a[k + m + 2])));
+        b[k + 2 * m + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(a[k + m]), pd(a[k + m + 2])));
+      }
+    for (int m = 0; m < 4; ++m) {
+      const V d = _mm512_shuffle_f32x4(b[m], b[4 + m], 0x88), e = _mm512_shuffle_f32x4(b[m], b[4 + m], 0xdd);
+      const V f = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0x88), g = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0xdd);
+      v[m] = _mm512_shuffle_f32x4(d, f, 0x88);
+      v[4 + m] = _mm512_shuffle_f32x4(e, g, 0x88);
+      v[8 + m] = _mm512_shuffle_f32x4(d, f, 0xdd);
+      v[12 + m] = _mm512_shuffle_f32x4(e, g, 0xdd);
+    }
   }
   static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }

@@ -1,0 +1,48 @@
+// One instruction set's kernel table, from the kernels of simd_kernels.h and packed_matmul.h.
+#pragma once
+
+#include <algorithm>
+
+#include "cpu/packed_matmul.h"
+#include "cpu/simd_kernels.h"
+#include "ops/kernels.h"
+
+namespace qwen3::cpu {
+
+// One or two tokens: every row of x in one tile with as many W rows in flight as the registers
+// hold (memory-bound). A few tokens (batched decode): tiles of S::MR_small rows, which hold more
+// W rows than prefill's S::MR-row tiles. Prefill: packed panels. All give the same bits.
+template <class S, class W>
+void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
+  if (T <= 2) return row_group_of<S, W, 2>(T, x, K, w, n0, n1, y, ldy);
+  if (T <= 2 * S::MR_small) return blocked<S, W, S::MR_small>(x, T, K, w, n0, n1, y, ldy);
+  if (T >= S::packed_min_tokens) return packed_matmul<S, W>(x, T, K, w, n0, n1, y, ldy);
+  blocked<S, W, S::MR>(x, T, K, w, n0, n1, y, ldy);
+}
+
+// x as matmul<S, W> reads it for T rows: packed in token tiles for packed panels; bf16 pairs
+// reordered for the dot tiles; f32 and f16 as they are.
+template <class S, class W>
+void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
+  if (T >= S::packed_min_tokens) return pack_rows<S, W>(x, K, t0, t1, out);
+  if constexpr (kPaired<W>) pair_permute<S>(x + size_t(t0) * K, t1 - t0, K, out + size_t(t0) * K);
+  else std::copy(x + size_t(t0) * K, x + size_t(t1) * K, out + size_t(t0) * K);
+}
+
+template <class S>
+size_t prepared_floats(int T, int K) {
+  return T >= S::packed_min_tokens ? packed_x_floats<S>(T, K) : size_t(T) * K;
+}
+
+template <class S>
+ops::KernelTable make_table(const char* name) {
+  return ops::KernelTable{name,
+                          {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
+                          {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
+                          prepared_floats<S>,
+                          weighted_sum<S>,
+                          softmax<S>,
+                          silu_mul<S>};
+}
+
+}  // namespace qwen3::cpu
