@@ -62,22 +62,52 @@ size_t packed_x_floats(int T, int K) {
   return size_t((T + S::packed_mr - 1) / S::packed_mr) * packed_size(K, S::lanes, S::lanes);
 }
 
-// Rows [t0, t1) of x (as it comes, not reordered) packed in the same order as the panels: in the
-// tile of MR tokens holding row t, for each lane and step, then each tail k, the tokens' terms
-// side by side (slot t % MR of one vector's room).
+// Row t of x (as it comes, not reordered) packed in the same order as the panels: in the tile of
+// MR tokens holding it, for each lane and step, then each tail k, the tokens' terms side by side
+// (row t in slot t % MR of one vector's room).
 template <class S, class W>
-void pack_rows(const float* x, int K, int t0, int t1, float* out) {
+void pack_row(const float* x, int K, int t, float* out) {
   constexpr int L = S::lanes, MR = S::packed_mr;
   static_assert(MR <= L);
   const int kv = K - K % k_step<S, W>(), J = kv / L;
-  for (int t = t0; t < t1; ++t) {
-    const float* xr = x + size_t(t) * K;
-    float* tile = out + size_t(t / MR) * packed_size(K, L, L) + t % MR;
-    for (int i = 0; i < L; ++i)
-      for (int j = 0; j < J; ++j)  // lane i's step j: of each chunk of 2 x lanes, element 2i or 2i + 1 for bf16
-        tile[i * lane_run(J, L) + size_t(j) * L] = xr[kPaired<W> ? j / 2 * 2 * L + 2 * i + j % 2 : j * L + i];
-    for (int k = kv; k < K; ++k) tile[L * lane_run(J, L) + size_t(k - kv) * L] = xr[k];
+  const float* xr = x + size_t(t) * K;
+  float* tile = out + size_t(t / MR) * packed_size(K, L, L) + t % MR;
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < J; ++j)  // lane i's step j: of each chunk of 2 x lanes, element 2i or 2i + 1 for bf16
+      tile[i * lane_run(J, L) + size_t(j) * L] = xr[kPaired<W> ? j / 2 * 2 * L + 2 * i + j % 2 : j * L + i];
+  for (int k = kv; k < K; ++k) tile[L * lane_run(J, L) + size_t(k - kv) * L] = xr[k];
+}
+
+// pack_row for the MR rows of one whole tile at once: a transpose per step.
+template <class S, class W>
+void pack_tile(const float* x, int K, float* tile) {
+  constexpr int L = S::lanes, MR = S::packed_mr, P = kPaired<W> ? 2 : 1;
+  const int kv = K - K % k_step<S, W>(), J = kv / L;
+  for (int j = 0; j < J; j += P) {
+    typename S::V v[P][L];  // v[p][r]: row r's terms of step j + p, one per lane
+    for (int r = 0; r < L; ++r) {
+      const float* at = x + size_t(r) * K + size_t(j) * L;
+      if (r >= MR) v[0][r] = v[P - 1][r] = S::zero();
+      else if constexpr (kPaired<W>) S::deinterleave(S::load(at), S::load(at + L), v[0][r], v[1][r]);
+      else v[0][r] = S::load(at);
+    }
+    for (int p = 0; p < P; ++p) {
+      S::transpose(v[p]);  // v[p][i]: lane i of each row
+      for (int i = 0; i < L; ++i) S::store(tile + i * lane_run(J, L) + size_t(j + p) * L, v[p][i]);
+    }
   }
+  for (int r = 0; r < MR; ++r)
+    for (int k = kv; k < K; ++k) tile[L * lane_run(J, L) + size_t(k - kv) * L + r] = x[size_t(r) * K + k];
+}
+
+// Rows [t0, t1) of x packed: whole tiles by transposes, rows of tiles split with other calls one by one.
+template <class S, class W>
+void pack_rows(const float* x, int K, int t0, int t1, float* out) {
+  constexpr int MR = S::packed_mr;
+  int t = t0;
+  for (; t < t1 && t % MR; ++t) pack_row<S, W>(x, K, t, out);
+  for (; t + MR <= t1; t += MR) pack_tile<S, W>(x + size_t(t) * K, K, out + size_t(t / MR) * packed_size(K, S::lanes, S::lanes));
+  for (; t < t1; ++t) pack_row<S, W>(x, K, t, out);
 }
 
 // MR tokens x NR vectors of rows, from packed x and W, into `rows` rows and `cols` columns of y. Lanes L/2 .. L-1 fold into the partials

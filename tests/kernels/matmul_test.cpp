@@ -48,7 +48,7 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
   for (const KernelTable* kt : simd_tables()) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (int K : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 47, 128, 1024}) {
-        for (int T : {1, 2, 5, 7, 13, 29}) {
+        for (int T : {1, 2, 5, 7, 13, 29, 100}) {
           const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;  // a sub-range of rows, sentinels around it
           const int misalign = (K + T) % 3;                 // pointers off the natural alignment
           Weights w = random_weights(dtype, size_t(N) * K + misalign, rng);
@@ -103,8 +103,8 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
           for (auto& v : x) v = u(rng);
           std::vector<float> all(size_t(T) * N), one(N);
           std::vector<float> xb(kt->prepared_floats(T, K)), xt(kt->prepared_floats(1, K));
-          for (int t0 = 0; t0 < T; t0 += 7)  // rows prepared in pieces, as threads do
-            kt->prepare_x[int(dtype)](x.data(), T, K, t0, std::min(T, t0 + 7), xb.data());
+          for (int t0 = 0; t0 < T; t0 += 29)  // rows prepared in pieces, as threads do: whole and split tiles
+            kt->prepare_x[int(dtype)](x.data(), T, K, t0, std::min(T, t0 + 29), xb.data());
           kt->matmul[int(dtype)](xb.data(), T, K, w.data(0), 0, N, all.data(), N);
           for (int t = 0; t < T; ++t) {
             // Alone, and split into odd row ranges as threads would.

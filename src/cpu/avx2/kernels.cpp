@@ -43,6 +43,12 @@ struct Avx2 {
       v[4 + m] = _mm256_permute2f128_ps(b[m], b[4 + m], 0x31);
     }
   }
+  // The even- and the odd-indexed elements of the 2 x lanes floats a, b.
+  static void deinterleave(V a, V b, V& even, V& odd) {
+    auto in_order = [](V v) { return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xd8)); };
+    even = in_order(_mm256_shuffle_ps(a, b, 0x88));  // a0 a2 b0 b2 | a4 a6 b4 b6, then the middle halves swapped
+    odd = in_order(_mm256_shuffle_ps(a, b, 0xdd));
+  }
   static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }
   static float hsum(V v) {  // a fixed tree: (lo + hi) halves, then pairs
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

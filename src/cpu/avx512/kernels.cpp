@@ -49,6 +49,12 @@ struct Avx512 {
       v[12 + m] = _mm512_shuffle_f32x4(e, g, 0xdd);
     }
   }
+  // The even- and the odd-indexed elements of the 2 x lanes floats a, b.
+  static void deinterleave(V a, V b, V& even, V& odd) {
+    const __m512i i = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    even = _mm512_permutex2var_ps(a, i, b);
+    odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(i, _mm512_set1_epi32(1)), b);
+  }
   static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
