@@ -40,6 +40,7 @@ ops::KernelTable make_table(const char* name) {
                           {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
                           {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
                           prepared_floats<S>,
+                          S::packed_mr,
                           weighted_sum<S>,
                           softmax<S>,
                           silu_mul<S>};

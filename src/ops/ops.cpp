@@ -102,7 +102,10 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
     }
   if (!quantized) {
     rt.xf.resize(rt.kernels.prepared_floats(T, K));
-    rt.pool.run(T, [&](int b, int e) { rt.kernels.prepare_x[int(dtype)](x, T, K, b, e, rt.xf.data()); });
+    const int g = rt.kernels.tile_rows;
+    rt.pool.run((T + g - 1) / g, [&](int b, int e) {
+      rt.kernels.prepare_x[int(dtype)](x, T, K, b * g, std::min(T, e * g), rt.xf.data());
+    });
   }
   if (quantized) {
     // Each row of x is quantized once here, not once per thread inside the kernel.

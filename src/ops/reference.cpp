@@ -57,7 +57,7 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
       {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {prepare_x, prepare_x, prepare_x}, prepared_floats, weighted_sum, softmax,
+       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, weighted_sum, softmax,
        silu_mul});
   return table;
 }
