@@ -125,6 +125,7 @@ inline void packed_tile(const float* xp, const float* wp, int K, int J, float* p
     const float* ws = wp + i * lane_run(J, NR * L);
 #pragma GCC unroll 2
     for (int j = 0; j < J; ++j) {
+      _mm_prefetch(reinterpret_cast<const char*>(xs + size_t(j) * L) + kPrefetchBytes, _MM_HINT_T0);  // x comes from L3
       V wv[NR];
       for (int c = 0; c < NR; ++c) wv[c] = S::load(ws + (size_t(j) * NR + c) * L);
       for (int r = 0; r < MR; ++r) {
