@@ -43,6 +43,7 @@ ops::KernelTable make_table(const char* name) {
                           S::packed_mr,
                           weighted_sum<S>,
                           softmax<S>,
+                          rms_norm<S>,
                           silu_mul<S>};
 }
 

@@ -258,6 +258,19 @@ void softmax(float* s, int n, float scale) {
 }
 
 template <class S>
+void rms_norm(const float* x, const float* w, float eps, int n, float* out) {
+  using V = typename S::V;
+  const int nv = n - n % S::lanes;
+  V acc = S::zero();
+  for (int i = 0; i < nv; i += S::lanes) acc = S::fma(S::load(x + i), S::load(x + i), acc);
+  float sum = S::hsum(acc);
+  for (int i = nv; i < n; ++i) sum = std::fma(x[i], x[i], sum);
+  const float scale = 1.0f / std::sqrt(sum / n + eps);
+  for (int i = 0; i < nv; i += S::lanes) S::store(out + i, S::mul(S::load(w + i), S::mul(S::load(x + i), S::set1(scale))));
+  for (int i = nv; i < n; ++i) out[i] = w[i] * (x[i] * scale);
+}
+
+template <class S>
 void silu_mul(const float* gate, const float* up, int n, float* out) {
   using V = typename S::V;
   auto silu_times = [](V g, V u) { return S::mul(S::div(g, S::add(S::set1(1.0f), vexp<S>(S::sub(S::zero(), g)))), u); };

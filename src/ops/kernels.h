@@ -34,6 +34,8 @@ struct KernelTable {
   // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
   // std::exp), lanes in an order fixed by n.
   void (*softmax)(float* s, int n, float scale);
+  // out[:n] = w * x / sqrt(mean(x^2) + eps), one row; out may alias x.
+  void (*rms_norm)(const float* x, const float* w, float eps, int n, float* out);
   // out[:n] = silu(gate) * up, SwiGLU's gating; out may alias gate or up.
   void (*silu_mul)(const float* gate, const float* up, int n, float* out);
   // Filled by each ISA's quant_kernels.cpp. quantize_x is quantize_activations (io/quant_blocks.h),

@@ -70,14 +70,7 @@ void for_elements(Runtime& rt, int n, const Fn& fn) {
 
 void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, int n, float* out) {
   for_range(rt, rows, n, [&](int begin, int end) {
-    for (int r = begin; r < end; ++r) {
-      const float* xr = x + size_t(r) * n;
-      float* o = out + size_t(r) * n;
-      float sum = 0;
-      for (int i = 0; i < n; ++i) sum += xr[i] * xr[i];
-      const float scale = 1.0f / std::sqrt(sum / n + eps);
-      for (int i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * scale);
-    }
+    for (int r = begin; r < end; ++r) rt.kernels.rms_norm(x + size_t(r) * n, w, eps, n, out + size_t(r) * n);
   });
 }
 

@@ -48,6 +48,13 @@ void softmax(float* s, int n, float scale) {
   for (int p = 0; p < n; ++p) s[p] /= sum;
 }
 
+void rms_norm(const float* x, const float* w, float eps, int n, float* out) {
+  float sum = 0;
+  for (int i = 0; i < n; ++i) sum += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(sum / n + eps);
+  for (int i = 0; i < n; ++i) out[i] = w[i] * (x[i] * scale);
+}
+
 void silu_mul(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
@@ -57,7 +64,7 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
       {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, weighted_sum, softmax,
+       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, weighted_sum, softmax, rms_norm,
        silu_mul});
   return table;
 }

@@ -177,6 +177,24 @@ TEST(VectorKernels, SoftmaxMatchesReference) {
     }
 }
 
+TEST(VectorKernels, RmsNormMatchesReference) {
+  std::mt19937 rng(8);
+  std::normal_distribution<float> g(0, 3);
+  for (const KernelTable* kt : simd_tables())
+    for (int n : {1, 7, 16, 17, 128, 1000, 1024}) {
+      std::vector<float> x(n), w(n), want(n + 1, -5.0f), got(n + 1, -5.0f);
+      for (int i = 0; i < n; ++i) x[i] = g(rng), w[i] = g(rng);
+      reference_kernels().rms_norm(x.data(), w.data(), 1e-6f, n, want.data());
+      kt->rms_norm(x.data(), w.data(), 1e-6f, n, got.data());
+      for (int i = 0; i < n; ++i)  // the sum of squares in another order: a relative error of n ulp at most
+        ASSERT_NEAR(got[i], want[i], 2 * n * std::numeric_limits<float>::epsilon() * std::abs(want[i]) + 1e-30f)
+            << kt->name << " n " << n << " i " << i;
+      EXPECT_EQ(got[n], -5.0f) << kt->name << " wrote past the row";
+      kt->rms_norm(x.data(), w.data(), 1e-6f, n, x.data());  // out may alias x
+      for (int i = 0; i < n; ++i) ASSERT_EQ(x[i], got[i]) << kt->name;
+    }
+}
+
 TEST(VectorKernels, SiluMulMatchesReference) {
   std::mt19937 rng(6);
   std::normal_distribution<float> g(0, 4);
