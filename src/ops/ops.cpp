@@ -51,6 +51,12 @@ void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* o
 }
 
 namespace {
+// Scratch buffers only grow: shrinking and growing back would zero-fill megabytes per product.
+template <class T>
+void at_least(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
 // fn(begin, end) over [0, n) where each index is `cost` floats of work: on the pool when there is
 // enough of it (a prompt's rows), on the calling thread when a hand-off would cost more (decode).
 template <class Fn>
@@ -94,7 +100,7 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
       return;
     }
   if (!quantized) {
-    rt.xf.resize(rt.kernels.prepared_floats(T, K));
+    at_least(rt.xf, rt.kernels.prepared_floats(T, K));
     const int g = rt.kernels.tile_rows;
     rt.pool.run((T + g - 1) / g, [&](int b, int e) {
       rt.kernels.prepare_x[int(dtype)](x, T, K, b * g, std::min(T, e * g), rt.xf.data());
@@ -102,9 +108,9 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
   }
   if (quantized) {
     // Each row of x is quantized once here, not once per thread inside the kernel.
-    rt.xq.resize(size_t(T) * K);
-    rt.xd.resize(size_t(T) * K / kQuantBlock);
-    rt.xs.resize(size_t(T) * K / kQuantBlock);
+    at_least(rt.xq, size_t(T) * K);
+    at_least(rt.xd, size_t(T) * K / kQuantBlock);
+    at_least(rt.xs, size_t(T) * K / kQuantBlock);
     rt.pool.run(T, [&](int b, int e) {
       for (int t = b; t < e; ++t) {
         const size_t blocks = size_t(t) * K / kQuantBlock;
@@ -183,11 +189,11 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
       const int rows = nt * group, P = p0 + t0 + nt;  // P: positions the block's last query sees
       const float* kg = k + size_t(g) * capacity * head_dim;
       const float* vg = v + size_t(g) * capacity * head_dim;
-      queries.resize(size_t(rows) * head_dim);
+      at_least(queries, size_t(rows) * head_dim);
       for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
         std::copy_n(q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
                     &queries[size_t(r) * head_dim]);
-      scores.resize(size_t(rows) * P);  // keys are stored transposed: scores weigh their rows, as values do
+      at_least(scores, size_t(rows) * P);  // keys are stored transposed: scores weigh their rows, as values do
       kt.weighted_sum(queries.data(), head_dim, rows, head_dim, kg, capacity, P, scores.data(), P);
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
         const int visible = p0 + t0 + r / group + 1;
@@ -195,7 +201,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
         kt.softmax(s, visible, scale);
         std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
       }
-      context.resize(size_t(rows) * head_dim);
+      at_least(context, size_t(rows) * head_dim);
       kt.weighted_sum(scores.data(), P, rows, P, vg, head_dim, head_dim, context.data(), head_dim);
       for (int r = 0; r < rows; ++r)
         std::copy_n(&context[size_t(r) * head_dim], head_dim,
