@@ -67,8 +67,8 @@ class Sequence {
   void reserve(int tokens);
   int layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
   int length_ = 0, max_context_ = 0, capacity_ = 0;
-  // Per layer, keys [kv_heads, head_dim, capacity] and values [kv_heads, capacity, head_dim]: for
-  // each head, attention weighs the rows of both (score = query . keys[d, :] summed over d).
+  // Per layer [kv_heads, capacity, head_dim]: each head's positions contiguous, so attention
+  // reads them as one matrix.
   std::vector<std::vector<float>> k_, v_;
 };
 

@@ -160,14 +160,14 @@ void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float*
 // RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in
 // registers for the whole sum over p.
 template <class S, int RB, int CH>
-inline void weighted_block(const float* a, int lda, int P, const float* v, int ldv, int D, int d, float* out, int ldo) {
+inline void weighted_block(const float* a, int lda, int P, const float* v, int D, int d, float* out, int ldo) {
   using V = typename S::V;
   V acc[RB][CH];
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < CH; ++c) acc[r][c] = S::zero();
   for (int p = 0; p < P; ++p) {
     V vv[CH];
-    for (int c = 0; c < CH; ++c) vv[c] = S::load(v + size_t(p) * ldv + d + c * S::lanes);
+    for (int c = 0; c < CH; ++c) vv[c] = S::load(v + size_t(p) * D + d + c * S::lanes);
     for (int r = 0; r < RB; ++r) {
       const V av = S::set1(a[size_t(r) * lda + p]);
       for (int c = 0; c < CH; ++c) acc[r][c] = S::fma(av, vv[c], acc[r][c]);
@@ -179,37 +179,37 @@ inline void weighted_block(const float* a, int lda, int P, const float* v, int l
 
 // RB rows of out, all D columns: each value vector loaded serves RB rows.
 template <class S, int RB>
-inline void weighted_rows(const float* a, int lda, int P, const float* v, int ldv, int D, float* out, int ldo) {
+inline void weighted_rows(const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
   // 8 vectors per pass (a whole 128-wide row of values, read contiguously: decode's one or two
   // rows) where RB x 8 accumulators, the 8 values and the weight fit the registers; else 4.
   constexpr int CH = RB * 8 + 8 + 1 <= S::registers ? 8 : 4;
   const int dv = D - D % S::lanes;
   int d = 0;
-  for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, RB, CH>(a, lda, P, v, ldv, D, d, out, ldo);
-  for (; d < dv; d += S::lanes) weighted_block<S, RB, 1>(a, lda, P, v, ldv, D, d, out, ldo);
+  for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, RB, CH>(a, lda, P, v, D, d, out, ldo);
+  for (; d < dv; d += S::lanes) weighted_block<S, RB, 1>(a, lda, P, v, D, d, out, ldo);
   for (int r = 0; r < RB; ++r)  // columns past the last full vector
     for (int dd = dv; dd < D; ++dd) {
       float acc = 0;
-      for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(r) * lda + p], v[size_t(p) * ldv + dd], acc);
+      for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(r) * lda + p], v[size_t(p) * D + dd], acc);
       out[size_t(r) * ldo + dd] = acc;
     }
 }
 
 // weighted_rows for a number of rows known only at run time (1 .. RB).
 template <class S, int RB>
-inline void weighted_rows_of(int rows, const float* a, int lda, int P, const float* v, int ldv, int D, float* out, int ldo) {
+inline void weighted_rows_of(int rows, const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
   if constexpr (RB > 0) {
-    if (rows == RB) return weighted_rows<S, RB>(a, lda, P, v, ldv, D, out, ldo);
-    weighted_rows_of<S, RB - 1>(rows, a, lda, P, v, ldv, D, out, ldo);
+    if (rows == RB) return weighted_rows<S, RB>(a, lda, P, v, D, out, ldo);
+    weighted_rows_of<S, RB - 1>(rows, a, lda, P, v, D, out, ldo);
   }
 }
 
 template <class S>
-void weighted_sum(const float* a, int lda, int R, int P, const float* v, int ldv, int D, float* out, int ldo) {
+void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
   constexpr int RB = S::weighted_rows;
   int r = 0;
-  for (; r + RB <= R; r += RB) weighted_rows<S, RB>(a + size_t(r) * lda, lda, P, v, ldv, D, out + size_t(r) * ldo, ldo);
-  if (r < R) weighted_rows_of<S, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, ldv, D, out + size_t(r) * ldo, ldo);
+  for (; r + RB <= R; r += RB) weighted_rows<S, RB>(a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
+  if (r < R) weighted_rows_of<S, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
 }
 
 // e^x as Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-7 polynomial, times 2^n.

@@ -32,8 +32,8 @@ struct StepRows {
   std::vector<int> item_begin;     // first row of each item
   std::vector<float> cos, sin;     // [T, Dh / 2] rotary angles of each row's position
   struct Cache {
-    std::vector<std::vector<float>>* k;  // per layer [Hkv, Dh, capacity]: keys transposed
-    std::vector<std::vector<float>>* v;  // per layer [Hkv, capacity, Dh]
+    std::vector<std::vector<float>>* k;  // per layer [Hkv, capacity, Dh]
+    std::vector<std::vector<float>>* v;
     int p0;        // tokens already cached
     int capacity;  // positions per head
   };
@@ -109,12 +109,12 @@ class Forward {
       float* k = (*cache.k)[l].data();
       float* v = (*cache.v)[l].data();
       const int first = rows_.item_begin[i], n = static_cast<int>(batch_[i].tokens.size()), p0 = cache.p0;
-      for (int g = 0; g < Hkv; ++g) {  // append to the KV cache: a key row per dimension, a value row per token
-        for (int d = 0; d < Dh; ++d)
-          for (int t = 0; t < n; ++t) k[(size_t(g) * Dh + d) * cache.capacity + p0 + t] = s_.k[(size_t(first + t) * Hkv + g) * Dh + d];
-        for (int t = 0; t < n; ++t)
-          std::copy_n(&s_.v[(size_t(first + t) * Hkv + g) * Dh], Dh, v + (size_t(g) * cache.capacity + p0 + t) * Dh);
-      }
+      for (int t = 0; t < n; ++t)  // append to the KV cache, head by head
+        for (int g = 0; g < Hkv; ++g) {
+          const size_t from = (size_t(first + t) * Hkv + g) * Dh, to = (size_t(g) * cache.capacity + p0 + t) * Dh;
+          std::copy_n(&s_.k[from], Dh, k + to);
+          std::copy_n(&s_.v[from], Dh, v + to);
+        }
       ops::attention(rt_, &s_.q[size_t(first) * H * Dh], n, p0, k, v, cache.capacity, H, Hkv, Dh,
                      &s_.ctx[size_t(first) * H * Dh]);
     }

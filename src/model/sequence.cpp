@@ -39,17 +39,15 @@ void Sequence::truncate(int length) {
 void Sequence::reserve(int tokens) {
   if (tokens <= capacity_) return;
   const int capacity = std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens));
-  // Zero-filled, and each run of `width` floats per position moved to the start of its new, longer
-  // block: keys [heads x head_dim runs of 1], values [heads runs of head_dim].
-  auto grow = [&](std::vector<float>& layer, int blocks, int width) {
-    std::vector<float> grown(size_t(blocks) * capacity * width);
-    for (int b = 0; b < blocks && !layer.empty(); ++b)
-      std::copy_n(layer.begin() + size_t(b) * capacity_ * width, size_t(length_) * width,
-                  grown.begin() + size_t(b) * capacity * width);
-    layer = std::move(grown);
-  };
-  for (auto& layer : k_) grow(layer, kv_heads_ * head_dim_, 1);
-  for (auto& layer : v_) grow(layer, kv_heads_, head_dim_);
+  const size_t old_head = size_t(capacity_) * head_dim_, new_head = size_t(capacity) * head_dim_;
+  for (auto* cache : {&k_, &v_})
+    for (auto& layer : *cache) {
+      // Zero-filled, and each head's cached rows moved to the start of its new, longer block.
+      std::vector<float> grown(kv_heads_ * new_head);
+      for (int g = 0; g < kv_heads_ && !layer.empty(); ++g)
+        std::copy_n(layer.begin() + g * old_head, size_t(length_) * head_dim_, grown.begin() + g * new_head);
+      layer = std::move(grown);
+    }
   capacity_ = capacity;
 }
 

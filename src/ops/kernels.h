@@ -28,9 +28,9 @@ struct KernelTable {
   void (*prepare_x[3])(const float* x, int T, int K, int t0, int t1, float* out);
   size_t (*prepared_floats)(int T, int K);
   int tile_rows;  // rows per token tile of prepared x: splits at its multiples keep tiles whole
-  // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, ldv], out [R, ldo], rows D wide.
+  // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
   // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
-  void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int ldv, int D, float* out, int ldo);
+  void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo);
   // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
   // std::exp), lanes in an order fixed by n.
   void (*softmax)(float* s, int n, float scale);

@@ -183,7 +183,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
   rt.pool.run(kv_heads * blocks, [&](int b, int e) {
-    std::vector<float> queries, scores, context;
+    std::vector<float> queries, prepared, scores, context;
     for (int task = b; task < e; ++task) {
       const int g = task / blocks, t0 = (task % blocks) * kQueryBlock, nt = std::min(kQueryBlock, n - t0);
       const int rows = nt * group, P = p0 + t0 + nt;  // P: positions the block's last query sees
@@ -193,8 +193,10 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
       for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
         std::copy_n(q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
                     &queries[size_t(r) * head_dim]);
-      at_least(scores, size_t(rows) * P);  // keys are stored transposed: scores weigh their rows, as values do
-      kt.weighted_sum(queries.data(), head_dim, rows, head_dim, kg, capacity, P, scores.data(), P);
+      at_least(prepared, kt.prepared_floats(rows, head_dim));
+      kt.prepare_x[int(DType::f32)](queries.data(), rows, head_dim, 0, rows, prepared.data());
+      at_least(scores, size_t(rows) * P);
+      kt.matmul[int(DType::f32)](prepared.data(), rows, head_dim, kg, 0, P, scores.data(), P);
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
         const int visible = p0 + t0 + r / group + 1;
         float* s = &scores[size_t(r) * P];
@@ -202,7 +204,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
         std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
       }
       at_least(context, size_t(rows) * head_dim);
-      kt.weighted_sum(scores.data(), P, rows, P, vg, head_dim, head_dim, context.data(), head_dim);
+      kt.weighted_sum(scores.data(), P, rows, P, vg, head_dim, context.data(), head_dim);
       for (int r = 0; r < rows; ++r)
         std::copy_n(&context[size_t(r) * head_dim], head_dim,
                     out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);

@@ -31,11 +31,11 @@ void prepare_x(const float* x, int, int K, int t0, int t1, float* out) {
 }
 size_t prepared_floats(int T, int K) { return size_t(T) * K; }
 
-void weighted_sum(const float* a, int lda, int R, int P, const float* v, int ldv, int D, float* out, int ldo) {
+void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
   for (int r = 0; r < R; ++r)
     for (int d = 0; d < D; ++d) {
       float acc = 0;
-      for (int p = 0; p < P; ++p) acc += a[size_t(r) * lda + p] * v[size_t(p) * ldv + d];
+      for (int p = 0; p < P; ++p) acc += a[size_t(r) * lda + p] * v[size_t(p) * D + d];
       out[size_t(r) * ldo + d] = acc;
     }
 }

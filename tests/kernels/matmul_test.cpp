@@ -126,14 +126,14 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
     for (int R : {1, 2, 3, 4, 6, 7, 13, 32}) {
       for (int D : {1, 7, 8, 16, 17, 64, 128, 130}) {
         for (int P : {0, 1, 5, 33}) {
-          const int lda = P + 3, ldv = D + 5, ldo = D + 2;  // strides wider than the rows, sentinels between
-          std::vector<float> a(size_t(R) * lda), v(size_t(P) * ldv + 1);
+          const int lda = P + 3, ldo = D + 2;  // strides wider than the rows, sentinels between
+          std::vector<float> a(size_t(R) * lda), v(size_t(P) * D + 1);
           for (auto& x : a) x = u(rng);
           for (auto& x : v) x = u(rng);
           const float sentinel = -777.0f;
           std::vector<float> want(size_t(R) * ldo, sentinel), got(size_t(R) * ldo, sentinel);
-          reference_kernels().weighted_sum(a.data(), lda, R, P, v.data() + 1, ldv, D, want.data(), ldo);
-          kt->weighted_sum(a.data(), lda, R, P, v.data() + 1, ldv, D, got.data(), ldo);
+          reference_kernels().weighted_sum(a.data(), lda, R, P, v.data() + 1, D, want.data(), ldo);
+          kt->weighted_sum(a.data(), lda, R, P, v.data() + 1, D, got.data(), ldo);
           for (int r = 0; r < R; ++r)
             for (int d = 0; d < ldo; ++d) {
               const size_t i = size_t(r) * ldo + d;
@@ -142,7 +142,7 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
                 continue;
               }
               float sum_abs = 0;  // the same bound as a dot product of P terms
-              for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[1 + size_t(p) * ldv + d]);
+              for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[1 + size_t(p) * D + d]);
               ASSERT_NEAR(got[i], want[i], 2 * P * eps * sum_abs)
                   << "op weighted_sum, isa " << kt->name << ", R " << R << ", D " << D << ", P " << P << ", r " << r << ", d " << d;
             }
