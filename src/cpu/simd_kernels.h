@@ -8,7 +8,7 @@
 // nearest), ldexp(p, n) (p x 2^n, n integral), zero_below(v, x, limit) (v where x >= limit, else
 // 0), zero(), set1, load, store, load_f16, load_pairs, bf16_even / bf16_odd (see below),
 // transpose(V[lanes]) (v[i] becomes lane i of every v), fma(a, b, acc), hsum(V) (folding the
-// lanes in halves: (i, i + lanes/2) first).
+// lanes in halves: (i, i + lanes/2) first), hsum_lanes(V[lanes]) (lane j = hsum(v[j]), bit for bit).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
 // even-indexed elements into floats, a mask the odd ones, with no shuffle instructions (the
@@ -94,9 +94,14 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
       }
     }
   }
+  float sums[MR * NR];  // hsum of each accumulator, `lanes` of them at a time where there are that many
+  const V* flat = &acc[0][0];
+  int i = 0;
+  for (; i + S::lanes <= MR * NR; i += S::lanes) S::store(sums + i, S::hsum_lanes(flat + i));
+  for (; i < MR * NR; ++i) sums[i] = S::hsum(flat[i]);
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) {
-      float s = S::hsum(acc[r][c]);
+      float s = sums[r * NR + c];
       for (int k = kv; k < K; ++k) s = std::fma(x[size_t(r) * K + k], scalar_w<W>(w, size_t(n + c) * K + k), s);
       y[size_t(r) * ldy + n + c] = s;
     }

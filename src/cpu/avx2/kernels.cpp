@@ -56,6 +56,17 @@ struct Avx2 {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // Lane j: hsum(v[j]) with hsum's very additions, three levels at once for all 8.
+  static V hsum_lanes(const V v[8]) {
+    V s1[4], s2[2];
+    for (int k = 0; k < 4; ++k) {  // the inputs in the order that leaves lane j = v[j]
+      const V a = v[(2 * k) % 2 * 4 + (2 * k) / 2], b = v[(2 * k + 1) % 2 * 4 + (2 * k + 1) / 2];
+      s1[k] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));  // (i, i + 4)
+    }
+    for (int k = 0; k < 2; ++k)  // (i, i + 2)
+      s2[k] = _mm256_add_ps(_mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0x44), _mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0xee));
+    return _mm256_add_ps(_mm256_shuffle_ps(s2[0], s2[1], 0x88), _mm256_shuffle_ps(s2[0], s2[1], 0xdd));  // (i, i + 1)
+  }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }

@@ -57,6 +57,20 @@ struct Avx512 {
   }
   static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
+  // Lane j: hsum(v[j]) with hsum's very additions, four levels at once for all 16 (45 instructions, not 16 x 8).
+  static V hsum_lanes(const V v[16]) {
+    V s1[8], s2[4], s3[2];
+    for (int k = 0; k < 8; ++k) {  // level k of the inputs in the order that leaves lane j = v[j]
+      const V a = v[(2 * k) % 4 * 4 + (2 * k) / 4], b = v[(2 * k + 1) % 4 * 4 + (2 * k + 1) / 4];
+      s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));  // (i, i + 8)
+    }
+    for (int k = 0; k < 4; ++k)  // (i, i + 4)
+      s2[k] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0x88),
+                            _mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0xdd));
+    for (int k = 0; k < 2; ++k)  // (i, i + 2)
+      s3[k] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0x44), _mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0xee));
+    return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88), _mm512_shuffle_ps(s3[0], s3[1], 0xdd));  // (i, i + 1)
+  }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
