@@ -105,8 +105,7 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
     rt.pool.run((T + g - 1) / g, [&](int b, int e) {
       rt.kernels.prepare_x[int(dtype)](x, T, K, b * g, std::min(T, e * g), rt.xf.data());
     });
-  }
-  if (quantized) {
+  } else {
     // Each row of x is quantized once here, not once per thread inside the kernel.
     at_least(rt.xq, size_t(T) * K);
     at_least(rt.xd, size_t(T) * K / kQuantBlock);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/kernels.h"
+#include "ops/ops.h"
 
 namespace qwen3::ops {
 namespace {
@@ -116,6 +117,27 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
                   << kt->name << " " << dtype_name(dtype) << " K=" << K << " T=" << T << " t=" << t << " n=" << n;
           }
         }
+}
+
+// x is prepared for one weight dtype per call: products of two dtypes in one call (a folder that
+// mixes them) give what each gives alone.
+TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int K = 96, N = 40;
+  Weights a = random_weights(DType::f32, size_t(N) * K, rng), b = random_weights(DType::bf16, size_t(N) * K, rng);
+  const Matrix ma{DType::f32, a.data(0), N, K}, mb{DType::bf16, b.data(0), N, K};
+  auto rt = make_runtime("auto", 2);
+  for (int T : {1, 100}) {
+    std::vector<float> x(size_t(T) * K);
+    for (auto& v : x) v = u(rng);
+    std::vector<float> ya(size_t(T) * N), yb(ya.size()), za(ya.size()), zb(ya.size());
+    matmul(*rt, x.data(), T, {{ma, ya.data()}, {mb, yb.data()}});
+    matmul(*rt, x.data(), T, ma, za.data());
+    matmul(*rt, x.data(), T, mb, zb.data());
+    EXPECT_EQ(ya, za) << "T=" << T;
+    EXPECT_EQ(yb, zb) << "T=" << T;
+  }
 }
 
 TEST(VectorKernels, WeightedSumMatchesReference) {
