@@ -53,7 +53,8 @@ void pack_panel(const void* w, int K, int n, int rows, float* out) {
     }
   float* tail = out + L * lane_run(J, NR * L);
   for (int k = kv; k < K; ++k)
-    for (int c = 0; c < NR * L; ++c) tail[size_t(k - kv) * NR * L + c] = c < rows ? scalar_w<W>(w, size_t(n + c) * K + k) : 0;
+    for (int c = 0; c < NR * L; ++c)
+      tail[size_t(k - kv) * NR * L + c] = c < rows ? scalar_w<W>(w, size_t(n + c) * K + k) : 0;
 }
 
 // Floats of x packed for T tokens: tiles of MR tokens, each lane's run of steps one vector wide.
@@ -100,20 +101,24 @@ void pack_tile(const float* x, int K, float* tile) {
     for (int k = kv; k < K; ++k) tile[L * lane_run(J, L) + size_t(k - kv) * L + r] = x[size_t(r) * K + k];
 }
 
-// Rows [t0, t1) of x packed: whole tiles by transposes, rows of tiles split with other calls one by one.
+// Rows [t0, t1) of x packed: whole tiles by transposes, the rows of tiles split with other calls
+// one by one.
 template <class S, class W>
 void pack_rows(const float* x, int K, int t0, int t1, float* out) {
   constexpr int MR = S::packed_mr;
   int t = t0;
   for (; t < t1 && t % MR; ++t) pack_row<S, W>(x, K, t, out);
-  for (; t + MR <= t1; t += MR) pack_tile<S, W>(x + size_t(t) * K, K, out + size_t(t / MR) * packed_size(K, S::lanes, S::lanes));
+  for (; t + MR <= t1; t += MR)
+    pack_tile<S, W>(x + size_t(t) * K, K, out + size_t(t / MR) * packed_size(K, S::lanes, S::lanes));
   for (; t < t1; ++t) pack_row<S, W>(x, K, t, out);
 }
 
-// MR tokens x NR vectors of rows, from packed x and W, into `rows` rows and `cols` columns of y. Lanes L/2 .. L-1 fold into the partials
-// of lanes 0 .. L/2-1 straight from the registers; `part` holds L/2 x MR x NR vectors.
+// MR tokens x NR vectors of rows, from packed x and W, into `rows` rows and `cols` columns of y.
+// Lanes L/2 .. L-1 fold into the partials of lanes 0 .. L/2-1 straight from the registers; `part`
+// holds L/2 x MR x NR vectors.
 template <class S, int MR, int NR>
-inline void packed_tile(const float* xp, const float* wp, int K, int J, float* part, float* y, int ldy, int rows, int cols) {
+inline void packed_tile(const float* xp, const float* wp, int K, int J, float* part, float* y, int ldy, int rows,
+                        int cols) {
   using V = typename S::V;
   constexpr int L = S::lanes, H = L / 2;
   auto at = [&](int i, int r, int c) { return part + ((size_t(i) * MR + r) * NR + c) * L; };
@@ -145,8 +150,8 @@ inline void packed_tile(const float* xp, const float* wp, int K, int J, float* p
   for (int k = kv; k < K; ++k)
     for (int r = 0; r < MR; ++r) {
       const V xb = S::set1(xp[L * lane_run(J, L) + size_t(k - kv) * L + r]);
-      for (int c = 0; c < NR; ++c)
-        S::store(at(0, r, c), S::fma(xb, S::load(wp + L * lane_run(J, NR * L) + (size_t(k - kv) * NR + c) * L), S::load(at(0, r, c))));
+      const float* wk = wp + L * lane_run(J, NR * L) + size_t(k - kv) * NR * L;
+      for (int c = 0; c < NR; ++c) S::store(at(0, r, c), S::fma(xb, S::load(wk + c * L), S::load(at(0, r, c))));
     }
   for (int r = 0; r < rows; ++r)  // the tile's valid rows and columns of y
     for (int c = 0; c < NR; ++c) {
@@ -161,7 +166,8 @@ template <class W>
 inline void prefetch_share(const void* w, int K, int n, int rows, int part, int parts) {
   const size_t begin = size_t(n) * K * sizeof_w<W>(), bytes = size_t(rows) * K * sizeof_w<W>();
   const char* base = static_cast<const char*>(w) + begin;
-  for (size_t b = bytes * part / parts / 64 * 64; b < bytes * (part + 1) / parts; b += 64) _mm_prefetch(base + b, _MM_HINT_T1);
+  for (size_t b = bytes * part / parts / 64 * 64; b < bytes * (part + 1) / parts; b += 64)
+    _mm_prefetch(base + b, _MM_HINT_T1);
 }
 
 // The product for many tokens, x packed by pack_rows: W in panels of NR x lanes rows, each

@@ -64,7 +64,8 @@ struct Avx2 {
       s1[k] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));  // (i, i + 4)
     }
     for (int k = 0; k < 2; ++k)  // (i, i + 2)
-      s2[k] = _mm256_add_ps(_mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0x44), _mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0xee));
+      s2[k] = _mm256_add_ps(_mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0x44),
+                            _mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0xee));
     return _mm256_add_ps(_mm256_shuffle_ps(s2[0], s2[1], 0x88), _mm256_shuffle_ps(s2[0], s2[1], 0xdd));  // (i, i + 1)
   }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }

@@ -68,7 +68,8 @@ struct Avx512 {
       s2[k] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0x88),
                             _mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0xdd));
     for (int k = 0; k < 2; ++k)  // (i, i + 2)
-      s3[k] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0x44), _mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0xee));
+      s3[k] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0x44),
+                            _mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0xee));
     return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88), _mm512_shuffle_ps(s3[0], s3[1], 0xdd));  // (i, i + 1)
   }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
