@@ -11,7 +11,8 @@ namespace qwen3::cpu {
 
 // One or two tokens: every row of x in one tile with as many W rows in flight as the registers
 // hold (memory-bound). A few tokens (batched decode): tiles of S::MR_small rows, which hold more
-// W rows than prefill's S::MR-row tiles. Prefill: packed panels. All give the same bits.
+// W rows than the S::MR-row tiles of short prompts. Long prompts: packed panels. All give the
+// same bits.
 template <class S, class W>
 void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
   if (T <= 2) return row_group_of<S, W, 2>(T, x, K, w, n0, n1, y, ldy);

@@ -86,19 +86,17 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
   // Threads take whole blocks of W rows, numbered across the matrices in order: every thread
   // streams its own contiguous part of the weights, in whole row groups of the quantized layout.
   constexpr int kRowsPerUnit = kQuantRows;
-  int units = 0;
-  bool quantized = false;
-  for (const Product& p : products) {
-    units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
-    quantized |= is_block_quantized(p.w.dtype);
-  }
   const int K = products.begin()->w.cols;
   const DType dtype = products.begin()->w.dtype;
-  for (const Product& p : products)  // x is prepared for one dtype: a folder mixing them goes one by one
-    if (p.w.dtype != dtype) {
+  int units = 0;
+  for (const Product& p : products) {
+    if (p.w.dtype != dtype) {  // x is prepared for one dtype: a folder mixing them goes one by one
       for (const Product& q : products) matmul(rt, x, T, {q});
       return;
     }
+    units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
+  }
+  const bool quantized = is_block_quantized(dtype);
   if (!quantized) {
     at_least(rt.xf, rt.kernels.prepared_floats(T, K));
     const int g = rt.kernels.tile_rows;
@@ -124,11 +122,11 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
       const int ub = std::max(b, first), ue = std::min(e, first + n_units);
       if (ub < ue) {
         const int n0 = (ub - first) * kRowsPerUnit, n1 = std::min(p.w.rows, (ue - first) * kRowsPerUnit);
-        if (is_block_quantized(p.w.dtype))
-          (p.w.dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
-              rt.xq.data(), rt.xd.data(), rt.xs.data(), T, p.w.cols, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
+        if (quantized)
+          (dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
+              rt.xq.data(), rt.xd.data(), rt.xs.data(), T, K, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
         else
-          rt.kernels.matmul[static_cast<int>(p.w.dtype)](rt.xf.data(), T, p.w.cols, p.w.data, n0, n1, p.y, p.w.rows);
+          rt.kernels.matmul[int(dtype)](rt.xf.data(), T, K, p.w.data, n0, n1, p.y, p.w.rows);
       }
       first += n_units;
     }
