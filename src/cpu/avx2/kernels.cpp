@@ -58,9 +58,12 @@ struct Avx2 {
   }
   // Lane j: hsum(v[j]) with hsum's very additions, three levels at once for all 8.
   static V hsum_lanes(const V v[8]) {
+    // The fold leaves hsum(u[m]) in lane 4 (m % 2) + m / 2; taking u[m] = v[4 (m % 2) + m / 2]
+    // puts hsum(v[j]) in lane j.
+    auto u = [&](int m) { return v[m % 2 * 4 + m / 2]; };
     V s1[4], s2[2];
-    for (int k = 0; k < 4; ++k) {  // the inputs in the order that leaves lane j = v[j]
-      const V a = v[(2 * k) % 2 * 4 + (2 * k) / 2], b = v[(2 * k + 1) % 2 * 4 + (2 * k + 1) / 2];
+    for (int k = 0; k < 4; ++k) {
+      const V a = u(2 * k), b = u(2 * k + 1);
       s1[k] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));  // (i, i + 4)
     }
     for (int k = 0; k < 2; ++k)  // (i, i + 2)

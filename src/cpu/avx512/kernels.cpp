@@ -59,9 +59,12 @@ struct Avx512 {
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
   // Lane j: hsum(v[j]) with hsum's very additions, four levels at once for all 16 (45 instructions, not 16 x 8).
   static V hsum_lanes(const V v[16]) {
+    // The fold leaves hsum(u[m]) in lane 4 (m % 4) + m / 4; taking u[m] = v[4 (m % 4) + m / 4]
+    // puts hsum(v[j]) in lane j.
+    auto u = [&](int m) { return v[m % 4 * 4 + m / 4]; };
     V s1[8], s2[4], s3[2];
-    for (int k = 0; k < 8; ++k) {  // level k of the inputs in the order that leaves lane j = v[j]
-      const V a = v[(2 * k) % 4 * 4 + (2 * k) / 4], b = v[(2 * k + 1) % 4 * 4 + (2 * k + 1) / 4];
+    for (int k = 0; k < 8; ++k) {
+      const V a = u(2 * k), b = u(2 * k + 1);
       s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));  // (i, i + 8)
     }
     for (int k = 0; k < 4; ++k)  // (i, i + 4)
