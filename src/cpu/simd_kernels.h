@@ -52,6 +52,9 @@ constexpr size_t sizeof_w() {
 
 // How far ahead of use the memory-bound kernels prefetch weights (measured on kernels_bench).
 constexpr size_t kPrefetchBytes = 512;
+// Weight rows also go to L2 this far ahead: enough requests in flight that the stream keeps the
+// bandwidth while the core computes (LM head, 2 threads: one token 11.4 -> 10.3 ms, four 15.1 -> 10.8).
+constexpr size_t kL2PrefetchBytes = size_t(16) << 10;
 
 template <class W>
 inline float scalar_w(const void* w, size_t i) {
@@ -69,9 +72,10 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
   const int kv = K - K % k_step<S, W>();
   for (int k = 0; k < kv; k += k_step<S, W>()) {
-    {  // weight rows stream from memory once per token block: fetch them well ahead
-      for (int c = 0; c < NR; ++c)
-        _mm_prefetch(static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>() + kPrefetchBytes, _MM_HINT_T0);
+    for (int c = 0; c < NR; ++c) {  // weight rows stream from memory once per token block: fetch them well ahead
+      const char* row = static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>();
+      _mm_prefetch(row + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(row + kL2PrefetchBytes, _MM_HINT_T1);
     }
     V wv[NR];
     if constexpr (kPaired<W>) {
