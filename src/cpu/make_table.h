@@ -9,14 +9,12 @@
 
 namespace qwen3::cpu {
 
-// One or two tokens: every row of x in one tile with as many W rows in flight as the registers
-// hold (memory-bound). A few tokens (batched decode): tiles of S::MR_small rows, which hold more
-// W rows than the S::MR-row tiles of short prompts. Long prompts: packed panels. All give the
-// same bits.
+// Up to S::MR_batch tokens (decode, batched decode): every row of x in one tile, so the weights
+// stream from memory once, with as many W rows in flight as the registers hold. Short prompts:
+// tiles of S::MR rows over W panels kept in L2. Long prompts: packed panels. All give the same bits.
 template <class S, class W>
 void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
-  if (T <= 2) return row_group_of<S, W, 2>(T, x, K, w, n0, n1, y, ldy);
-  if (T <= 2 * S::MR_small) return blocked<S, W, S::MR_small>(x, T, K, w, n0, n1, y, ldy);
+  if (T <= S::MR_batch) return row_group_of<S, W, S::MR_batch>(T, x, K, w, n0, n1, y, ldy);
   if (T >= S::packed_min_tokens) return packed_matmul<S, W>(x, T, K, w, n0, n1, y, ldy);
   blocked<S, W, S::MR>(x, T, K, w, n0, n1, y, ldy);
 }

@@ -88,7 +88,7 @@ void pack_tile(const float* x, int K, float* tile) {
     typename S::V v[P][L];  // v[p][r]: row r's terms of step j + p, one per lane
     for (int r = 0; r < L; ++r) {
       const float* at = x + size_t(r) * K + size_t(j) * L;
-      if (r >= MR) v[0][r] = v[P - 1][r] = S::zero();
+      if (r >= MR) for (auto& vp : v) vp[r] = S::zero();
       else if constexpr (kPaired<W>) S::deinterleave(S::load(at), S::load(at + L), v[0][r], v[1][r]);
       else v[0][r] = S::load(at);
     }

@@ -1,9 +1,10 @@
 // The hot kernels written once over a vector type S (tinyBLAS-style); src/cpu/avx2 and
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
-// S provides: V, lanes, MR and MR_small (rows of x per dot tile for short prompts and for batched
-// decode), nr(mr) (W rows per tile of mr rows of x), packed_mr, packed_nr and packed_min_tokens
-// (the tiles of packed_matmul.h and the fewest rows that take them), weighted_rows (rows per
+// S provides: V, lanes, MR (rows of x per dot tile for short prompts), MR_batch (the most rows of x
+// taken in one tile: decode and batched decode), nr(mr) (W rows per tile of mr rows of x),
+// packed_mr, packed_nr and packed_min_tokens (the tiles of packed_matmul.h and the fewest rows
+// that take them), weighted_rows (rows per
 // weighted_sum tile), registers (vector registers), add, sub, mul, div, max, min, hmax, round (to
 // nearest), ldexp(p, n) (p x 2^n, n integral), zero_below(v, x, limit) (v where x >= limit, else
 // 0), zero(), set1, load, store, load_f16, load_pairs, bf16_even / bf16_odd (see below),

@@ -9,7 +9,7 @@ namespace {
 
 struct Avx2 {
   using V = __m256;
-  static constexpr int lanes = 8, registers = 16, MR = 2, MR_small = 2, weighted_rows = 2;
+  static constexpr int lanes = 8, registers = 16, MR = 2, MR_batch = 2, weighted_rows = 2;
   // Accumulators (mr x nr), W values (nr) and one x vector within the 16 registers.
   static constexpr int nr(int mr) { return mr == 1 ? 6 : 4; }
   // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.

@@ -9,7 +9,7 @@ namespace {
 
 struct Avx512 {
   using V = __m512;
-  static constexpr int lanes = 16, registers = 32, MR = 6, MR_small = 4, weighted_rows = 6;
+  static constexpr int lanes = 16, registers = 32, MR = 6, MR_batch = 8, weighted_rows = 6;
   // Accumulators (mr x nr), W values (nr) and one x vector within the 32 registers.
   static constexpr int nr(int mr) { return mr <= 2 ? 8 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3; }
   // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.
