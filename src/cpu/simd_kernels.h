@@ -62,6 +62,13 @@ inline float scalar_w(const void* w, size_t i) {
   return float_at(std::is_same_v<W, float> ? DType::f32 : std::is_same_v<W, Bf16> ? DType::bf16 : DType::f16, w, i);
 }
 
+// Pins v to a register: without it GCC folds a loaded x vector into each of a tile's NR
+// multiply-adds, NR loads instead of one, and the 8 x 3 tiles run load-bound (1.6x slower).
+template <class V>
+inline void in_register(V& v) {
+  asm("" : "+v"(v));
+}
+
 // An MR x NR block of outputs. Each output accumulates lane-wise over K in steps of S::lanes,
 // then sums the lanes (hsum, a fixed tree), then adds the K % lanes tail in order: the same
 // sequence of operations for every tile shape, so batching never changes a result.
@@ -84,17 +91,20 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
       for (int c = 0; c < NR; ++c) wv[c] = S::bf16_even(S::load_pairs(wb + size_t(n + c) * K + k));
       for (int r = 0; r < MR; ++r) {
         V xv = S::load(x + size_t(r) * K + k);
+        in_register(xv);
         for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
       }
       for (int c = 0; c < NR; ++c) wv[c] = S::bf16_odd(S::load_pairs(wb + size_t(n + c) * K + k));
       for (int r = 0; r < MR; ++r) {
         V xv = S::load(x + size_t(r) * K + k + S::lanes);
+        in_register(xv);
         for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
       }
     } else {
       for (int c = 0; c < NR; ++c) wv[c] = load_w<S, W>(w, size_t(n + c) * K + k);
       for (int r = 0; r < MR; ++r) {
         V xv = S::load(x + size_t(r) * K + k);
+        in_register(xv);
         for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
       }
     }
