@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -53,6 +55,26 @@ class Model;
 
 // One sequence's KV cache. It grows as tokens arrive (capacity is not reserved up front) up to
 // max_context tokens; stepping past that throws Error(context_overflow).
+namespace detail {
+// Allocates with calloc and leaves elements uninitialized: large blocks come zeroed from the
+// kernel page by page, so a KV cache only touches (and holds) the pages its tokens fill.
+template <class T>
+struct ZeroPagesAllocator {
+  using value_type = T;
+  ZeroPagesAllocator() = default;
+  template <class U>
+  ZeroPagesAllocator(const ZeroPagesAllocator<U>&) {}
+  T* allocate(size_t n);
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  void construct(U* p) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  bool operator==(const ZeroPagesAllocator&) const { return true; }
+};
+using CacheBlock = std::vector<float, ZeroPagesAllocator<float>>;
+}  // namespace detail
+
 class Sequence {
  public:
   explicit Sequence(const Model& model, int max_context = 0);  // 0 = the model's maximum
@@ -69,7 +91,7 @@ class Sequence {
   int length_ = 0, max_context_ = 0, capacity_ = 0;
   // Per layer [kv_heads, capacity, head_dim]: each head's positions contiguous, so attention
   // reads them as one matrix.
-  std::vector<std::vector<float>> k_, v_;
+  std::vector<detail::CacheBlock> k_, v_;
 };
 
 // One entry of a batch: the new tokens of one sequence (a whole prompt, or one token).

@@ -32,8 +32,8 @@ struct StepRows {
   std::vector<int> item_begin;     // first row of each item
   std::vector<float> cos, sin;     // [T, Dh / 2] rotary angles of each row's position
   struct Cache {
-    std::vector<std::vector<float>>* k;  // per layer [Hkv, capacity, Dh]
-    std::vector<std::vector<float>>* v;
+    std::vector<detail::CacheBlock>* k;  // per layer [Hkv, capacity, Dh]
+    std::vector<detail::CacheBlock>* v;
     int p0;        // tokens already cached
     int capacity;  // positions per head
   };

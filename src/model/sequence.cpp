@@ -13,6 +13,13 @@ namespace {
 constexpr int kGrowTokens = 256;
 }  // namespace
 
+template <class T>
+T* detail::ZeroPagesAllocator<T>::allocate(size_t n) {
+  if (void* p = std::calloc(n, sizeof(T))) return static_cast<T*>(p);
+  throw std::bad_alloc();
+}
+template struct detail::ZeroPagesAllocator<float>;
+
 Sequence::Sequence(const Model& model, int max_context) {
   const ModelConfig& c = model.config();
   if (max_context < 0)
@@ -42,8 +49,8 @@ void Sequence::reserve(int tokens) {
   const size_t old_head = size_t(capacity_) * head_dim_, new_head = size_t(capacity) * head_dim_;
   for (auto* cache : {&k_, &v_})
     for (auto& layer : *cache) {
-      // Zero-filled, and each head's cached rows moved to the start of its new, longer block.
-      std::vector<float> grown(kv_heads_ * new_head);
+      // Zeroed, and each head's cached rows moved to the start of its new, longer block.
+      detail::CacheBlock grown(kv_heads_ * new_head);
       for (int g = 0; g < kv_heads_ && !layer.empty(); ++g)
         std::copy_n(layer.begin() + g * old_head, size_t(length_) * head_dim_, grown.begin() + g * new_head);
       layer = std::move(grown);
