@@ -30,13 +30,17 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::run_share() {
   for (;;) {
-    const int begin = next_.fetch_add(job_grain_, std::memory_order_relaxed);
-    if (begin >= job_n_) return;
-    (*job_)(begin, std::min(job_n_, begin + job_grain_));
+    int begin = next_.load(std::memory_order_relaxed), end;
+    do {
+      if (begin >= job_n_) return;
+      const int grain = job_shrinking_ ? std::max(1, (job_n_ - begin) / (2 * size())) : job_grain_;
+      end = std::min(job_n_, begin + grain);
+    } while (!next_.compare_exchange_weak(begin, end, std::memory_order_relaxed));
+    (*job_)(begin, end);
   }
 }
 
-void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
+void ThreadPool::run(int n, const std::function<void(int, int)>& fn, bool shrinking) {
   if (workers_.empty() || n <= 1) {
     if (n > 0) fn(0, n);
     return;
@@ -45,6 +49,7 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
   job_n_ = n;
   // About four chunks per thread: enough to even out, few enough to keep each weight stream long.
   job_grain_ = std::max(1, n / (4 * size()));
+  job_shrinking_ = shrinking;
   next_.store(0, std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()));
   generation_.fetch_add(1);

@@ -24,7 +24,9 @@ class ThreadPool {
   // order by whichever thread is free, so a thread slowed by the machine does not hold the others
   // up; returns when all are done. Which thread runs a chunk varies, so fn must compute each
   // index the same way wherever it runs (every op here does: no reduction spans two indices).
-  void run(int n, const std::function<void(int begin, int end)>& fn);
+  // Chunks are about n / (4 x threads); with `shrinking`, each takes half a thread's share of
+  // what is left (at least one index), so the last ones are small and threads finish together.
+  void run(int n, const std::function<void(int begin, int end)>& fn, bool shrinking = false);
 
  private:
   void work();
@@ -33,6 +35,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   const std::function<void(int, int)>* job_ = nullptr;
   int job_n_ = 0, job_grain_ = 1;
+  bool job_shrinking_ = false;
   std::atomic<int> next_{0};  // the first index not yet claimed
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
