@@ -3,10 +3,10 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <new>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,8 +53,6 @@ struct LoadOptions {
 
 class Model;
 
-// One sequence's KV cache. It grows as tokens arrive (capacity is not reserved up front) up to
-// max_context tokens; stepping past that throws Error(context_overflow).
 namespace detail {
 // Allocates with calloc and leaves elements uninitialized: large blocks come zeroed from the
 // kernel page by page, so a KV cache only touches (and holds) the pages its tokens fill.
@@ -75,6 +73,8 @@ struct ZeroPagesAllocator {
 using CacheBlock = std::vector<float, ZeroPagesAllocator<float>>;
 }  // namespace detail
 
+// One sequence's KV cache. It grows as tokens arrive (capacity is not reserved up front) up to
+// max_context tokens; stepping past that throws Error(context_overflow).
 class Sequence {
  public:
   explicit Sequence(const Model& model, int max_context = 0);  // 0 = the model's maximum

@@ -1,15 +1,15 @@
 // The hot kernels written once over a vector type S (tinyBLAS-style); src/cpu/avx2 and
 // src/cpu/avx512 instantiate them, each compiled with its own instruction-set flags.
 //
-// S provides: V, lanes, MR (rows of x per dot tile for short prompts), MR_batch (the most rows of x
-// taken in one tile: decode and batched decode), nr(mr) (W rows per tile of mr rows of x),
+// S provides: V, lanes, MR (rows of x per dot tile for short prompts), MR_batch (the most rows of
+// x taken in one tile: decode and batched decode), nr(mr) (W rows per tile of mr rows of x),
 // packed_mr, packed_nr and packed_min_tokens (the tiles of packed_matmul.h and the fewest rows
-// that take them), weighted_rows (rows per
-// weighted_sum tile), registers (vector registers), add, sub, mul, div, max, min, hmax, round (to
-// nearest), ldexp(p, n) (p x 2^n, n integral), zero_below(v, x, limit) (v where x >= limit, else
-// 0), zero(), set1, load, store, load_f16, load_pairs, bf16_even / bf16_odd (see below),
-// transpose(V[lanes]) (v[i] becomes lane i of every v), fma(a, b, acc), hsum(V) (folding the
-// lanes in halves: (i, i + lanes/2) first), hsum_lanes(V[lanes]) (lane j = hsum(v[j]), bit for bit).
+// that take them), weighted_rows (rows per weighted_sum tile), registers (vector registers), add,
+// sub, mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
+// zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_f16,
+// load_pairs, bf16_even / bf16_odd (see below), transpose(V[lanes]) (v[i] becomes lane i of every
+// v), fma(a, b, acc), hsum(V) (folding the lanes in halves: (i, i + lanes/2) first),
+// hsum_lanes(V[lanes]) (lane j = hsum(v[j]), bit for bit).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
 // even-indexed elements into floats, a mask the odd ones, with no shuffle instructions (the
@@ -80,7 +80,7 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
   const int kv = K - K % k_step<S, W>();
   for (int k = 0; k < kv; k += k_step<S, W>()) {
-    for (int c = 0; c < NR; ++c) {  // weight rows stream from memory once per token block: fetch them well ahead
+    for (int c = 0; c < NR; ++c) {  // weight rows stream from memory: fetch them well ahead
       const char* row = static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>();
       _mm_prefetch(row + kPrefetchBytes, _MM_HINT_T0);
       _mm_prefetch(row + kL2PrefetchBytes, _MM_HINT_T1);

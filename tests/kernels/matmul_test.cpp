@@ -193,7 +193,9 @@ TEST(VectorKernels, SoftmaxMatchesReference) {
             << kt->name << " n " << n << " i " << i;
         total += got[i];
       }
-      if (n > 1) EXPECT_EQ(got[n / 2], 0.0f) << kt->name;
+      if (n > 1) {
+        EXPECT_EQ(got[n / 2], 0.0f) << kt->name;
+      }
       EXPECT_NEAR(total, 1.0f, 1e-5f) << kt->name;
       EXPECT_EQ(got[n], sentinel) << kt->name << " wrote past the row";
     }

@@ -63,11 +63,15 @@ test('requests over --max-seqs + --max-queue get 429s while the slots are held; 
   const post = (body, signal) => fetch(burst.url + '/v1/completions', {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), signal,
   });
-  // Three long generations take the one slot and the two queue places (the decision does not
-  // depend on how fast the machine is), and are cancelled at the end.
+  // Three long generations take the one slot, then the two queue places (one at a time: the
+  // queue limit counts requests not yet admitted), so what follows does not depend on how fast
+  // the machine is; they are cancelled at the end.
   const holder = new AbortController();
-  const held = Array.from({ length: 3 }, () =>
-    post({ prompt: [1, 2, 3], max_tokens: 30000, ignore_eos: true, stream: true }, holder.signal).catch(() => {}));
+  const hold = () =>
+    post({ prompt: [1, 2, 3], max_tokens: 30000, ignore_eos: true, stream: true }, holder.signal).catch(() => {});
+  const held = [hold()];
+  await waitFor(1, 0);
+  held.push(hold(), hold());
   await waitFor(1, 2);
   const refused = await Promise.all(Array.from({ length: 9 }, async () => {
     const res = await post({ prompt: [1, 2, 3], max_tokens: 5 });
