@@ -82,10 +82,11 @@ class Generation {
 // reason it stopped. Convenience for front ends that serve one request at a time.
 template <class OnToken>
 FinishReason generate(Model& model, Generation& g, OnToken&& on_token, int chunk = 512) {
+  std::vector<std::vector<float>> logits;
   while (!g.done()) {
     auto input = g.next_input(chunk);
     BatchItem item{&g.sequence(), input, false};
-    auto logits = model.step({&item, 1});
+    model.step({&item, 1}, logits);
     if (auto token = g.advance(static_cast<int>(input.size()), logits[0])) on_token(*token);
   }
   return g.finish_reason();

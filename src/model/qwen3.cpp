@@ -20,6 +20,7 @@ struct Model::Impl {
 
   Weights w;
   ops::RuntimePtr rt;
+  std::vector<float> batch_logits;  // a batch's LM-head product, kept for the next decode step
   std::thread prefaulting;  // maps the weights' pages while the caller loads the tokenizer
 };
 
@@ -53,12 +54,11 @@ struct Scratch {
 
 class Forward {
  public:
-  Forward(const ModelConfig& c, const Weights& w, ops::Runtime& rt, std::span<const BatchItem> batch,
-          const StepRows& rows)
-      : c_(c), w_(w), rt_(rt), batch_(batch), rows_(rows) {}
+  Forward(const ModelConfig& c, Model::Impl& m, std::span<const BatchItem> batch, const StepRows& rows)
+      : c_(c), w_(m.w), rt_(*m.rt), batch_logits_(m.batch_logits), batch_(batch), rows_(rows) {}
 
   // HF: Qwen3Model.forward, then lm_head on the rows that need logits.
-  std::vector<std::vector<float>> run(const Observer* observer) {
+  void run(const Observer* observer, std::vector<std::vector<float>>& logits) {
     const int T = rows_.T, D = c_.hidden_size;
     std::vector<float> x(size_t(T) * D);  // [T, D] the residual stream
     embed(x);
@@ -70,7 +70,7 @@ class Forward {
     }
     final_norm(x);
     if (observer) (*observer)("norm", x.data(), T, D);
-    return lm_head(x);
+    lm_head(x, logits);
   }
 
  private:
@@ -137,7 +137,7 @@ class Forward {
 
   // HF: self.lm_head(hidden_states), only on the rows whose logits are wanted, all items in one
   // product so the 151936-row matrix is read once per step.
-  std::vector<std::vector<float>> lm_head(const std::vector<float>& x) {
+  void lm_head(const std::vector<float>& x, std::vector<std::vector<float>>& logits) {
     const size_t D = c_.hidden_size, V = c_.vocab_size;
     std::vector<float> wanted;  // [R, D]
     std::vector<int> rows(batch_.size());
@@ -148,15 +148,22 @@ class Forward {
       wanted.insert(wanted.end(), x.begin() + first * D, x.begin() + (first + rows[i]) * D);
     }
     const int R = static_cast<int>(wanted.size() / D);
-    std::vector<float> all(size_t(R) * V);  // [R, V]
+    logits.resize(batch_.size());
+    if (batch_.size() == 1) {  // straight into the caller's vector
+      logits[0].resize(size_t(R) * V);
+      ops::matmul(rt_, wanted.data(), R, w_.lm_head, logits[0].data());
+      return;
+    }
+    std::vector<float>& all = batch_logits_;  // [R, V]
+    all.resize(size_t(R) * V);
     ops::matmul(rt_, wanted.data(), R, w_.lm_head, all.data());
-    std::vector<std::vector<float>> logits(batch_.size());
     size_t row = 0;
     for (size_t i = 0; i < batch_.size(); ++i) {
       logits[i].assign(all.begin() + row * V, all.begin() + (row + rows[i]) * V);
       row += rows[i];
     }
-    return logits;
+    constexpr int kKeptRows = 64;  // a decode batch's worth; a batch of whole prompts lets go of it
+    if (R > kKeptRows) std::vector<float>().swap(all);
   }
 
   void alloc_scratch() {
@@ -175,6 +182,7 @@ class Forward {
   const ModelConfig& c_;
   const Weights& w_;
   ops::Runtime& rt_;
+  std::vector<float>& batch_logits_;
   std::span<const BatchItem> batch_;
   const StepRows& rows_;
   Scratch s_;
@@ -202,6 +210,12 @@ int Model::threads() const { return ops::thread_count(*impl_->rt); }
 uint64_t Model::weight_bytes() const { return impl_->w.bytes_per_token(); }
 
 std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, const Observer* observer) {
+  std::vector<std::vector<float>> logits;
+  step(batch, logits, observer);
+  return logits;
+}
+
+void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float>>& logits, const Observer* observer) {
   // Everything is checked before any sequence changes.
   if (batch.empty()) throw Error(ErrorKind::invalid_argument, "step: empty batch");
   StepRows rows;
@@ -236,9 +250,8 @@ std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, co
     item.sequence->reserve(item.sequence->length_ + static_cast<int>(item.tokens.size()));
     rows.caches.push_back({&item.sequence->k_, &item.sequence->v_, item.sequence->length_, item.sequence->capacity_});
   }
-  auto logits = Forward(config_, impl_->w, *impl_->rt, batch, rows).run(observer);
+  Forward(config_, *impl_, batch, rows).run(observer, logits);
   for (auto& item : batch) item.sequence->length_ += static_cast<int>(item.tokens.size());
-  return logits;
 }
 
 }  // namespace qwen3

@@ -45,17 +45,37 @@ TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
     std::vector<std::vector<float>> together(prompts.size());
     std::vector<BatchItem> batch;
     for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({&seqs[i], prompts[i], true});
-    auto l = m->step(batch);
+    std::vector<std::vector<float>> l;  // together: through step's reusing form
+    m->step(batch, l);
     for (size_t i = 0; i < prompts.size(); ++i) together[i] = l[i];
     for (int step = 0; step < 3; ++step) {
       std::vector<TokenId> next(prompts.size(), 7 + step);
       batch.clear();
       for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({&seqs[i], {&next[i], 1}, false});
-      l = m->step(batch);
+      m->step(batch, l);
       for (size_t i = 0; i < prompts.size(); ++i) together[i].insert(together[i].end(), l[i].begin(), l[i].end());
     }
     for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(alone[i], together[i]) << isa << " sequence " << i;
   }
+}
+
+TEST(Batch, DecodeReusesTheCallersLogits) {
+  auto m = Model::load(test::untied_model(), {.threads = 2});
+  Sequence a(*m), b(*m);
+  const auto p = prompt(5, 4);
+  BatchItem prefill{&a, p, false};
+  std::vector<std::vector<float>> l;
+  m->step({&prefill, 1}, l);
+  ASSERT_EQ(l.size(), 1u);
+  const float* memory = l[0].data();
+  TokenId next = 9;
+  BatchItem decode{&a, {&next, 1}, false};
+  m->step({&decode, 1}, l);
+  EXPECT_EQ(l[0].data(), memory) << "a one-token step writes into the vector it was given";
+  BatchItem again{&b, p, false};
+  m->step({&again, 1});
+  BatchItem decode_b{&b, {&next, 1}, false};
+  EXPECT_EQ(m->step({&decode_b, 1})[0], l[0]) << "same logits as the returning form";
 }
 
 TEST(Batch, ThreadCountDoesNotChangeResults) {

@@ -55,9 +55,10 @@ double generation_speed(Model& m, int n, int batch) {
   std::vector<TokenId> next(batch, 1);
   std::vector<BatchItem> items;
   for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], {&next[b], 1}, false});
+  std::vector<std::vector<float>> logits;
   auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
-    auto logits = m.step(items);
+    m.step(items, logits);
     for (int b = 0; b < batch; ++b)
       next[b] = static_cast<TokenId>(std::max_element(logits[b].begin(), logits[b].end()) - logits[b].begin());
   }

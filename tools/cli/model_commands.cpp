@@ -58,9 +58,11 @@ void add_generate_command(CLI::App& app) {
     auto model = Model::load(resolve_model(args->model), args->load.options);
     Sequence seq(*model, std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
     std::vector<TokenId> next = prompt;
+    std::vector<std::vector<float>> step_logits;
     for (int i = 0; i < args->n; ++i) {
       BatchItem item{&seq, next, false};
-      auto logits = model->step({&item, 1})[0];
+      model->step({&item, 1}, step_logits);
+      const std::vector<float>& logits = step_logits[0];
       TokenId id = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       std::printf(i ? ",%d" : "%d", id);
       std::fflush(stdout);

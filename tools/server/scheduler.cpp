@@ -105,9 +105,8 @@ void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
 void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   std::vector<BatchItem> batch;
   for (auto& a : active) batch.push_back({&a->sequence, a->generation.next_input(options_.chunk), false});
-  std::vector<std::vector<float>> logits;
   try {
-    logits = model_.step(batch);
+    model_.step(batch, logits_);
   } catch (const std::exception& e) {
     for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, e.what());
     active.clear();
@@ -116,7 +115,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   int generated = 0;
   for (size_t i = 0; i < active.size(); ++i) {
     Active& a = *active[i];
-    auto token = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits[i]);
+    auto token = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits_[i]);
     if (!token) continue;
     ++generated;
     if (a.first_token) {

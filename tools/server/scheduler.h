@@ -78,6 +78,7 @@ class Scheduler {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
+  std::vector<std::vector<float>> logits_;  // the last step's, its memory reused (loop's thread only)
   std::thread thread_;  // last: starts after everything it uses
 };
 
