@@ -137,4 +137,10 @@ class Model {
   std::unique_ptr<Impl> impl_;
 };
 
+// For writers of weight files (downloads, quantize, random models): writes the file to disk and
+// drops it from the page cache, so that the next load reads it back in 2 MiB pieces, which a map
+// then uses as 2 MiB pages (decode 4-15% faster than over the 4 KiB pieces a file is written in).
+// Best effort: pages that a running process maps stay where they are.
+void drop_from_page_cache(const std::filesystem::path& weights_file);
+
 }  // namespace qwen3

@@ -1,6 +1,7 @@
 // Anonymous memory backed by 2 MiB huge pages where the kernel allows (MADV_HUGEPAGE): a weight
 // stream then crosses a TLB entry every 2 MiB instead of every 4 KiB, which on the machines
-// measured reads ~18% faster than 4 KiB pages (a file's page cache mapping is always 4 KiB).
+// measured reads ~18% faster than 4 KiB pages. (A map of a file gets 2 MiB pages only where the
+// page cache holds it in 2 MiB folios: see drop_from_page_cache in qwen3/model.h.)
 #pragma once
 
 #include <cstddef>

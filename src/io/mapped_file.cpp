@@ -48,6 +48,9 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory)
       throw Error(ErrorKind::io, path.string() + ": cannot map (" + std::strerror(errno) + ")");
     }
     data_ = static_cast<const uint8_t*>(p);
+    // Pages read from disk into this map come in 2 MiB folios, mapped as 2 MiB pages (see
+    // drop_from_page_cache); a hint only, and no help for pages the cache already holds.
+    ::madvise(p, size_, MADV_HUGEPAGE);
   }
   ::close(fd);
 }

@@ -102,6 +102,7 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
     if (!out.flush()) throw Error(ErrorKind::io, tmp_path.string() + ": write failed (disk full?)");
   }
   std::filesystem::rename(tmp_path, out_path);
+  drop_from_page_cache(out_path);
 
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const auto name = entry.path().filename().string();

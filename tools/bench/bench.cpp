@@ -97,13 +97,15 @@ void add_bench_command(CLI::App& app) {
       const double gb_per_token = model->weight_bytes() / 1e9;
       // Time to first token: a 5-token prompt's prefill including the LM head, page cache warm.
       prompt_speed(*model, 5);  // warm-up: touch every weight once
+      const double huge = huge_page_share(a->model);
       std::vector<double> ttft;
       for (int r = 0; r < a->reps; ++r) ttft.push_back(5 / prompt_speed(*model, 5));
       if (!a->json) {
+        const std::string where = huge < 0 ? "in memory" : "mapped (" + std::to_string(int(huge * 100 + 0.5)) + "% in 2 MiB pages)";
         std::printf("%s | %s kernels | %d threads | weights %s | load %.3f s | TTFT (5-token prompt) %.1f ms | "
                     "%.3f GB weights/token\n",
-                    model->config().summary(model->name()).c_str(), model->isa(), model->threads(),
-                    options.mmap ? "mapped" : "in memory", load_s, stats(ttft).median * 1e3, gb_per_token);
+                    model->config().summary(model->name()).c_str(), model->isa(), model->threads(), where.c_str(),
+                    load_s, stats(ttft).median * 1e3, gb_per_token);
         std::printf("%-10s %10s %10s %10s %10s\n", "test", "tok/s", "sd", "median", "GB/s");
       }
       auto add = [&](const std::string& name, std::vector<double> v, bool decode) {
@@ -116,7 +118,7 @@ void add_bench_command(CLI::App& app) {
         report["tests"].push_back({{"test", name}, {"threads", model->threads()}, {"isa", model->isa()},
                                    {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
                                    {"gb_s", gbs}, {"load_s", load_s}, {"ttft_ms", stats(ttft).median * 1e3},
-                                   {"mmap", options.mmap}});
+                                   {"mmap", options.mmap}, {"huge_page_share", huge}});
       };
       for (int p : a->prompts) {
         std::vector<double> v;

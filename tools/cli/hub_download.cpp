@@ -20,6 +20,7 @@
 
 #include "cli/model_path.h"
 #include "qwen3/error.h"
+#include "qwen3/model.h"
 
 namespace qwen3::cli {
 
@@ -249,6 +250,7 @@ void download(const HubEndpoint& hub, const std::string& repo, const std::string
     fail(repo + ": " + file + ": downloaded file is corrupt (" + problem + "); it was deleted");
   }
   fs::rename(part, blob);
+  if (file.ends_with(".safetensors")) drop_from_page_cache(blob);  // see qwen3/model.h
   progress.finished(file);
 }
 

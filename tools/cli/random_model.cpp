@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "qwen3/error.h"
+#include "qwen3/model.h"
 
 namespace qwen3::cli {
 
@@ -120,7 +121,9 @@ void write_model(const fs::path& out, const Shape& s, const fs::path& tokenizer_
       std::fprintf(stderr, "\rwriting %s: %3d%%", (out / "model.safetensors").c_str(), int(100 * written / offset));
   }
   if (isatty(2)) std::fprintf(stderr, "\n");
-  if (!f) throw Error(ErrorKind::io, (out / "model.safetensors").string() + ": write failed");
+  if (!f.flush()) throw Error(ErrorKind::io, (out / "model.safetensors").string() + ": write failed");
+  f.close();
+  drop_from_page_cache(out / "model.safetensors");
 }
 
 }  // namespace

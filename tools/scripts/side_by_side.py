@@ -3,16 +3,23 @@
 
     tools/scripts/side_by_side.py --qwen3 build/qwen3 --model models/qwen3-0.6b-random \
         --llama-bench PATH/llama-bench --gguf qwen3-0.6b-random-bf16.gguf [--membw PATH/membw] \
-        [--reps 5] [--threads 1,2] [--qwen3-args "--no-mmap"] [--llama-args "-lm none"]
+        [--reps 5] [--threads 1,2] [--qwen3-args "--no-mmap"] [--llama-args "-lm none"] [--keep-cache]
 
 Runs the two engines interleaved, one repetition of every test at a time (pp16, pp128, pp512,
 tg128), so drift on a shared machine hits both alike, and prints the median tokens/s of each with
 the ratio. With --membw (../shared/tools/membw.c built with -fopenmp) it also measures the read
-bandwidth in the same run (on huge pages with --membw-huge, the bound for --no-mmap) and prints
-decode as a fraction of it. Builds nothing.
+bandwidth in the same run, on 4 KiB and on 2 MiB pages, and prints decode as a fraction of each
+(weights mapped in 2 MiB pages, or read into huge pages with --no-mmap, answer to the second).
+
+First it drops both engines' weight files from the page cache and reads them back, so both map
+the same cache state: as a cold read leaves it, in 2 MiB folios where the kernel and file system
+do that (a file written in small pieces stays in 4 KiB pages until then: see
+drop_from_page_cache in include/qwen3/model.h). --keep-cache skips that. Builds nothing.
 """
 import argparse
+import glob
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -26,7 +33,9 @@ def ours(args, threads):
     out = run([args.qwen3, "bench", args.model, "-p", "16,128,512", "-n", "128", "-r", "1", "-t", str(threads),
                "--json"] + args.qwen3_args.split())
     report = json.loads(out)
-    return {t["test"]: t["tok_s_median"] for t in report["tests"]}, report["gb_per_token"], report["peak_rss_mb"]
+    tests = report["tests"]
+    return ({t["test"]: t["tok_s_median"] for t in tests}, report["gb_per_token"], report["peak_rss_mb"],
+            tests[0]["huge_page_share"])
 
 
 def llama(args, threads):
@@ -35,8 +44,15 @@ def llama(args, threads):
     return {("pp%d" % t["n_prompt"] if t["n_gen"] == 0 else "tg%d" % t["n_gen"]): t["avg_ts"] for t in json.loads(out)}
 
 
+def settle(path):
+    """Drops the file from the page cache and reads it back, as a cold start would."""
+    with open(path, "rb") as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        while f.read(16 << 20):
+            pass
+
+
 def membw(path, threads, huge):
-    import os
     out = run([path, "1", "5", "1" if huge else "0"], env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     return float(re.search(r"^read\s.*median\s+([\d.]+) GB/s", out, re.M).group(1))
 
@@ -48,31 +64,39 @@ def main():
     p.add_argument("--llama-bench", required=True)
     p.add_argument("--gguf", required=True)
     p.add_argument("--membw")
-    p.add_argument("--membw-huge", action="store_true", help="membw on huge pages (the fair bound for --no-mmap)")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--threads", default="1,2")
     p.add_argument("--qwen3-args", default="")
     p.add_argument("--llama-args", default="")
+    p.add_argument("--keep-cache", action="store_true", help="measure the page cache as it is")
     args = p.parse_args()
+    if not args.keep_cache:
+        for path in glob.glob(os.path.join(args.model, "*.safetensors")) + [args.gguf]:
+            settle(path)
     for threads in [int(t) for t in args.threads.split(",")]:
-        a, b, bw = {}, {}, []
+        a, b, bw, bw_huge = {}, {}, [], []
         for _ in range(args.reps):
             if args.membw:
-                bw.append(membw(args.membw, threads, args.membw_huge))
-            r, gb_per_token, rss = ours(args, threads)
+                bw.append(membw(args.membw, threads, False))
+                bw_huge.append(membw(args.membw, threads, True))
+            r, gb_per_token, rss, huge = ours(args, threads)
             for k, v in r.items():
                 a.setdefault(k, []).append(v)
             for k, v in llama(args, threads).items():
                 b.setdefault(k, []).append(v)
-        print(f"\n{threads} thread(s), medians of {args.reps} interleaved runs; qwen3 peak RSS {rss:.0f} MB")
+        pages = "read into memory" if huge < 0 else f"{100 * huge:.0f}% mapped in 2 MiB pages"
+        print(f"\n{threads} thread(s), medians of {args.reps} interleaved runs; qwen3 peak RSS {rss:.0f} MB, weights {pages}")
         if bw:
-            print(f"read bandwidth (membw{', huge pages' if args.membw_huge else ''}): {statistics.median(bw):.1f} GB/s")
+            print(f"read bandwidth (membw): {statistics.median(bw):.1f} GB/s on 4 KiB pages, "
+                  f"{statistics.median(bw_huge):.1f} on 2 MiB pages")
         print(f"{'test':8} {'qwen3 tok/s':>12} {'llama.cpp':>10} {'ratio':>7}")
         for k in a:
             ma, mb = statistics.median(a[k]), statistics.median(b.get(k, [float('nan')]))
             line = f"{k:8} {ma:12.2f} {mb:10.2f} {ma / mb:7.2f}"
             if k.startswith("tg") and bw:
-                line += f"   qwen3 {ma * gb_per_token:.1f} GB/s = {100 * ma * gb_per_token / statistics.median(bw):.0f}% of membw"
+                gbs = ma * gb_per_token
+                line += (f"   qwen3 {gbs:.1f} GB/s = {100 * gbs / statistics.median(bw):.0f}% / "
+                         f"{100 * gbs / statistics.median(bw_huge):.0f}% of membw (4 KiB / 2 MiB pages)")
             print(line)
 
 
