@@ -20,6 +20,7 @@ struct GenerationOptions {
   int max_tokens = 256;            // new tokens at most
   std::vector<std::string> stop;   // stop strings: generation ends before the first one found
   std::vector<TokenId> eos;        // tokens that end generation (not part of the text)
+  bool logprobs = false;           // fill GeneratedToken::logprob (an exp per vocabulary entry, ~1 ms a token)
   int top_logprobs = 0;            // how many alternatives to report per token (0..20)
   void validate() const;           // throws Error(invalid_argument)
 };
@@ -33,7 +34,7 @@ const char* finish_reason_name(FinishReason reason);  // "stop" for eos and stop
 
 struct GeneratedToken {
   TokenId id = -1;
-  float logprob = 0;                // log-probability under the unmodified model distribution
+  float logprob = 0;                // log-probability under the unmodified model distribution, when asked for
   std::vector<TokenProb> top;       // the top_logprobs most likely tokens, when asked for
   std::string text;                 // text now complete and safe to show (may be empty)
 };

@@ -77,7 +77,7 @@ std::optional<GeneratedToken> Generation::advance(int fed, std::span<const float
   GeneratedToken out;
   out.id = sampler_.sample(logits, history_);
   // Log-probabilities are reported against the model's own distribution (as OpenAI does).
-  out.logprob = static_cast<float>(logits[out.id] - logsumexp(logits));
+  if (options_.logprobs) out.logprob = static_cast<float>(logits[out.id] - logsumexp(logits));
   if (options_.top_logprobs > 0) out.top = top_probs(logits, options_.top_logprobs);
   generated_.push_back(out.id);
   history_.push_back(out.id);

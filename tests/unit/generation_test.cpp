@@ -83,6 +83,7 @@ TEST(Generation, StopStringIsCutAndNeverStreamed) {
 TEST(Generation, LogprobsAreOfTheModelDistribution) {
   Sequence seq(*fx().model);
   GenerationOptions o = fx().greedy_options(1);
+  o.logprobs = true;
   o.top_logprobs = 3;
   Generation g(seq, fx().tokenizer, fx().prompt, o);
   std::optional<GeneratedToken> first;
@@ -93,6 +94,14 @@ TEST(Generation, LogprobsAreOfTheModelDistribution) {
   EXPECT_NEAR(std::exp(first->logprob), first->top[0].prob, 1e-5);
   const auto& ref = fx().france["positions"].back();
   EXPECT_NEAR(first->logprob, ref["top"][0][1].get<double>() - ref["logsumexp"].get<double>(), 1e-3);
+
+  Sequence again(*fx().model);
+  o.logprobs = false;  // not asked for: not computed
+  Generation h(again, fx().tokenizer, fx().prompt, o);
+  generate(*fx().model, h, [&](const GeneratedToken& t) {
+    EXPECT_EQ(t.logprob, 0.0f);
+    EXPECT_EQ(t.top.size(), 3u);
+  });
 }
 
 TEST(Generation, BadOptionsAndOverlongPromptsAreRefused) {

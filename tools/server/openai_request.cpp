@@ -172,6 +172,7 @@ void parse_logprobs(Endpoint endpoint, const json& body, ApiRequest& r) {
     r.logprobs = true;
     r.options.top_logprobs = *n;
   }
+  r.options.logprobs = r.logprobs;
   r.tokens_as_ids = boolean(body, "return_tokens_as_token_ids").value_or(false);
 }
 
