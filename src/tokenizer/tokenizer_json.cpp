@@ -169,10 +169,12 @@ void load_vocab_and_added(Tokenizer::Impl& t, const Reader& r, element root) {
   for (const auto& a : t.added) t.added_first_byte[static_cast<unsigned char>(a.content[0])] = true;
 }
 
+using MergePieces = std::vector<std::pair<std::string_view, std::string_view>>;  // left, right
+
 // The ids of merges [begin, end): three lookups each, the bulk of a load (cache misses into a
 // 151k-entry index), so the two halves of the list are resolved on two threads.
-void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const std::vector<std::pair<std::string_view, std::string_view>>& pieces,
-                    size_t begin, size_t end, std::vector<Merge>& ranked) {
+void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces& pieces, size_t begin, size_t end,
+                    std::vector<Merge>& ranked) {
   auto lookup = [&](std::string_view piece, size_t rank) {
     TokenId id = t.piece_ids.find(piece);
     if (id < 0) {
@@ -193,7 +195,7 @@ void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
   if (r.field(r.field(root, "model", "model"), "merges", "model.merges").get(merges)) {
     r.fail(ErrorKind::format, "model.merges is not an array");
   }
-  std::vector<std::pair<std::string_view, std::string_view>> pieces;
+  MergePieces pieces;
   pieces.reserve(merges.size());
   for (element m : merges) {
     // Newer files write a merge as ["a", "b"], older ones as "a b".

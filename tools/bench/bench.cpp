@@ -101,7 +101,8 @@ void add_bench_command(CLI::App& app) {
       std::vector<double> ttft;
       for (int r = 0; r < a->reps; ++r) ttft.push_back(5 / prompt_speed(*model, 5));
       if (!a->json) {
-        const std::string where = huge < 0 ? "in memory" : "mapped (" + std::to_string(int(huge * 100 + 0.5)) + "% in 2 MiB pages)";
+        const std::string where =
+            huge < 0 ? "in memory" : "mapped (" + std::to_string(int(huge * 100 + 0.5)) + "% in 2 MiB pages)";
         std::printf("%s | %s kernels | %d threads | weights %s | load %.3f s | TTFT (5-token prompt) %.1f ms | "
                     "%.3f GB weights/token\n",
                     model->config().summary(model->name()).c_str(), model->isa(), model->threads(), where.c_str(),

@@ -85,7 +85,8 @@ def main():
             for k, v in llama(args, threads).items():
                 b.setdefault(k, []).append(v)
         pages = "read into memory" if huge < 0 else f"{100 * huge:.0f}% mapped in 2 MiB pages"
-        print(f"\n{threads} thread(s), medians of {args.reps} interleaved runs; qwen3 peak RSS {rss:.0f} MB, weights {pages}")
+        print(f"\n{threads} thread(s), medians of {args.reps} interleaved runs; "
+              f"qwen3 peak RSS {rss:.0f} MB, weights {pages}")
         if bw:
             print(f"read bandwidth (membw): {statistics.median(bw):.1f} GB/s on 4 KiB pages, "
                   f"{statistics.median(bw_huge):.1f} on 2 MiB pages")
