@@ -64,6 +64,24 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)->Arg(128)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
 
+// A whole prompt's causal attention, one layer, one thread.
+void BM_AttentionPrompt(benchmark::State& state) {
+  const int n = state.range(0), H = 16, Hkv = 8, Dh = 128;
+  auto rt = make_runtime("auto", 1);
+  std::mt19937 rng(1);
+  std::vector<float> q(size_t(n) * H * Dh), k(size_t(n) * Hkv * Dh), v(size_t(n) * Hkv * Dh), out(size_t(n) * H * Dh);
+  for (auto* a : {&q, &k, &v})
+    for (auto& x : *a) x = std::uniform_real_distribution<float>(-1, 1)(rng);
+  for (auto _ : state) {
+    attention(*rt, q.data(), n, 0, k.data(), v.data(), n, H, Hkv, Dh, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Causal: about half the n x n scores, each a 128-long dot product, and as many multiply-adds of values.
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 2 * H * Dh * n * (n + 1) / 2.0 * state.iterations(),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_AttentionPrompt)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond);
+
 void BM_RmsNormRope(benchmark::State& state) {
   auto rt = make_runtime("auto", 1);
   const int D = 1024, H = 16, Dh = 128;
