@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <mutex>
 #include <sstream>
@@ -211,6 +212,13 @@ TEST_F(PullCli, DownloadsIntoTheHubCacheLayoutAndRunFindsIt) {
   auto from_folder = run_qwen3("run " + test::shell_quote(test::tiny_model().string()) + prompt, "", false);
   ASSERT_EQ(from_cache.exit_code, 0) << from_cache.err;
   EXPECT_EQ(from_cache.output, from_folder.output);
+
+  // `bench` too, and it finds the map of the weights behind the snapshot's symlink (-1: none found).
+  auto bench = run_qwen3("bench " + kRepo + " -p 4 -n 2 -r 1 -t 1 --json", "", false);
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  const double share = nlohmann::json::parse(bench.output)["tests"][0]["huge_page_share"].get<double>();
+  EXPECT_GE(share, 0.0);
+  EXPECT_LE(share, 1.0);
 }
 
 TEST_F(PullCli, SecondPullDownloadsNothing) {

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/load_flags.h"
 #include "cli/measure.h"
+#include "cli/model_path.h"
 #include "qwen3/model.h"
 
 namespace qwen3::cli {
@@ -78,7 +79,7 @@ void add_bench_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("bench", "Measure prefill (ppN) and decode (tgN) speed, bandwidth, TTFT, RSS");
-  cmd->add_option("model", a->model, "Model folder")->required();
+  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")->required();
   cmd->add_option("-p,--prompt", a->prompts, "Prompt lengths for ppN tests")->delimiter(',')->capture_default_str();
   cmd->add_option("-n,--gen", a->gen, "Tokens for the tgN test (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--reps", a->reps, "Repetitions of each test")->capture_default_str()->check(CLI::PositiveNumber);
@@ -88,16 +89,17 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->callback([a] {
     nlohmann::json report = {{"tests", nlohmann::json::array()}};
+    const auto dir = resolve_model(a->model);
     for (int threads : a->threads) {
       auto t0 = Clock::now();
       LoadOptions options = a->load.options;
       options.threads = threads;
-      auto model = Model::load(a->model, options);
+      auto model = Model::load(dir, options);
       const double load_s = seconds_since(t0);
       const double gb_per_token = model->weight_bytes() / 1e9;
       // Time to first token: a 5-token prompt's prefill including the LM head, page cache warm.
       prompt_speed(*model, 5);  // warm-up: touch every weight once
-      const double huge = huge_page_share(a->model);
+      const double huge = huge_page_share(dir);
       std::vector<double> ttft;
       for (int r = 0; r < a->reps; ++r) ttft.push_back(5 / prompt_speed(*model, 5));
       if (!a->json) {
