@@ -125,7 +125,7 @@ class Model {
   std::vector<std::vector<float>> step(std::span<const BatchItem> batch, const Observer* observer = nullptr);
   // The same, writing into `logits` (one vector per item) and reusing its memory: a decode loop
   // that keeps it allocates nothing per token (a fresh 600 KB vector per token has its pages
-  // faulted in again each time: 2-5% of a q4 decode).
+  // faulted in again each time: 3-5% of a q4 decode).
   void step(std::span<const BatchItem> batch, std::vector<std::vector<float>>& logits,
             const Observer* observer = nullptr);
 

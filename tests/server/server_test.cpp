@@ -65,7 +65,7 @@ TEST(OpenAiRequest, ChatDefaultsAndParameters) {
   EXPECT_EQ(r.options.stop, std::vector<std::string>{"x"});
   EXPECT_EQ(r.options.max_tokens, 5);
   EXPECT_EQ(r.options.eos, (std::vector<TokenId>{151645, 151643}));
-  EXPECT_TRUE(r.stream && r.include_usage && r.logprobs && r.thinking);
+  EXPECT_TRUE(r.stream && r.include_usage && r.options.logprobs && r.thinking);
   EXPECT_EQ(r.options.top_logprobs, 2);
   EXPECT_EQ(r.prompt.size(), 9u);
 }

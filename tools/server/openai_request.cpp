@@ -162,17 +162,16 @@ bool thinking_enabled(const json& body) {
 
 void parse_logprobs(Endpoint endpoint, const json& body, ApiRequest& r) {
   if (endpoint == Endpoint::chat) {
-    r.logprobs = boolean(body, "logprobs").value_or(false);
+    r.options.logprobs = boolean(body, "logprobs").value_or(false);
     r.options.top_logprobs = number<int>(body, "top_logprobs").value_or(0);
     check_range("top_logprobs", r.options.top_logprobs, 0, 20);
-    if (r.options.top_logprobs > 0 && !r.logprobs)
+    if (r.options.top_logprobs > 0 && !r.options.logprobs)
       throw ApiError(400, "'top_logprobs' requires 'logprobs': true", "top_logprobs");
   } else if (auto n = number<int>(body, "logprobs")) {  // legacy: the number of alternatives
     check_range("logprobs", *n, 0, 20);
-    r.logprobs = true;
+    r.options.logprobs = true;
     r.options.top_logprobs = *n;
   }
-  r.options.logprobs = r.logprobs;
   r.tokens_as_ids = boolean(body, "return_tokens_as_token_ids").value_or(false);
 }
 

@@ -29,10 +29,9 @@ struct ServedModel {
 struct ApiRequest {
   Endpoint endpoint = Endpoint::chat;
   std::vector<TokenId> prompt;
-  GenerationOptions options;
+  GenerationOptions options;      // options.logprobs: per-token log-probabilities in the reply
   bool stream = false;
   bool include_usage = false;    // stream_options.include_usage: a final chunk with usage
-  bool logprobs = false;         // per-token log-probabilities in the reply
   bool tokens_as_ids = false;    // vLLM's return_tokens_as_token_ids: logprob tokens as "token_id:N"
   bool thinking = false;         // chat: the <think> text goes to reasoning_content
   bool thinking_opened = false;  // chat: the prompt itself opened the <think> block

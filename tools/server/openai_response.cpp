@@ -95,7 +95,7 @@ json Reply::logprob_entry(const GeneratedToken& token) {
 }
 
 std::vector<json> Reply::on_token(const GeneratedToken& token) {
-  json logprobs = request_.logprobs ? logprob_entry(token) : json(nullptr);
+  json logprobs = request_.options.logprobs ? logprob_entry(token) : json(nullptr);
   auto piece = splitter_.push(token.text);
   content_ += piece.content;
   reasoning_ += piece.reasoning;
@@ -128,7 +128,7 @@ json Reply::usage_json() const {
 }
 
 json Reply::body() const {
-  json choice = {{"index", 0}, {"logprobs", request_.logprobs ? logprobs_ : json(nullptr)}, {"finish_reason", finish_reason_name(finish_)}};
+  json choice = {{"index", 0}, {"logprobs", request_.options.logprobs ? logprobs_ : json(nullptr)}, {"finish_reason", finish_reason_name(finish_)}};
   if (request_.endpoint == Endpoint::chat) {
     json message = {{"role", "assistant"}, {"content", content_}};
     if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
