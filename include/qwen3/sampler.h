@@ -54,6 +54,7 @@ class Sampler {
   // renormalised probabilities, by id).
   void filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first);
   void apply_penalties(std::span<const int32_t> history);
+  bool penalizes() const;  // any of the three penalties on
 
   SamplingParams params_;
   std::mt19937_64 rng_;
@@ -62,6 +63,10 @@ class Sampler {
   std::vector<int32_t> counts_;  // [vocab] occurrences in history; all zero between calls
   std::vector<int32_t> kept_;    // surviving token ids, best first
 };
+
+// The id of the largest logit, the lowest id among equals (greedy decoding); 0 when none is above
+// -inf.
+int32_t argmax(std::span<const float> logits);
 
 // The k most likely tokens of softmax(logits), best first (for --show-probs and logprobs).
 std::vector<TokenProb> top_probs(std::span<const float> logits, int k);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -166,6 +167,35 @@ TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
   EXPECT_EQ(s.sample(std::vector<float>{0.1f, 3.0f, -1.0f, 2.9f}, {}), 1);
   EXPECT_EQ(s.sample(std::vector<float>{1.0f, 5.0f, 5.0f, 5.0f}, {}), 1);
   expect_kept(s.candidates(std::vector<float>{1.0f, 5.0f}, {}), {{1, 1.0}});
+}
+
+// argmax against a plain scan, at sizes around its lanes (16) and blocks (1024) and the real vocab,
+// with the maximum repeated (the first one wins) and -inf / NaN entries.
+TEST(Argmax, MatchesAPlainScanLowestIdOnTies) {
+  auto plain = [](const std::vector<float>& x) {
+    int32_t best = 0;
+    for (size_t i = 1; i < x.size(); ++i)
+      if (x[i] > x[best]) best = static_cast<int32_t>(i);
+    return best;
+  };
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (size_t n : {1, 2, 15, 16, 17, 1023, 1024, 1025, 2049, 151936}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = normal(rng);
+    EXPECT_EQ(argmax(x), plain(x)) << n;
+    std::uniform_int_distribution<size_t> at(0, n - 1);
+    const size_t a = at(rng), b = at(rng);
+    if (a == b) continue;
+    x[a] = x[b] = 100.0f;  // a tie: the lower id
+    EXPECT_EQ(argmax(x), static_cast<int32_t>(std::min(a, b))) << n;
+    x[std::max(a, b)] = NAN;  // NaN is never the maximum
+    EXPECT_EQ(argmax(x), static_cast<int32_t>(std::min(a, b))) << n;
+  }
+  EXPECT_EQ(argmax(std::vector<float>(3000, -INFINITY)), 0);
+  std::vector<float> late(3000, -INFINITY);
+  late[2999] = -1e30f;
+  EXPECT_EQ(argmax(late), 2999);
 }
 
 TEST(Sampler, DrawsFollowTheDistributionChiSquare) {

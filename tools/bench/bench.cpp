@@ -14,6 +14,7 @@
 #include "cli/measure.h"
 #include "cli/model_path.h"
 #include "qwen3/model.h"
+#include "qwen3/sampler.h"
 
 namespace qwen3::cli {
 
@@ -61,7 +62,7 @@ double generation_speed(Model& m, int n, int batch) {
   for (int i = 0; i < n; ++i) {
     m.step(items, logits);
     for (int b = 0; b < batch; ++b)
-      next[b] = static_cast<TokenId>(std::max_element(logits[b].begin(), logits[b].end()) - logits[b].begin());
+      next[b] = argmax(logits[b]);
   }
   return double(n) * batch / seconds_since(t0);
 }

@@ -14,6 +14,7 @@
 #include "cli/json_input.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
+#include "qwen3/sampler.h"
 
 namespace qwen3::cli {
 
@@ -62,8 +63,7 @@ void add_generate_command(CLI::App& app) {
     for (int i = 0; i < args->n; ++i) {
       BatchItem item{&seq, next, false};
       model->step({&item, 1}, step_logits);
-      const std::vector<float>& logits = step_logits[0];
-      TokenId id = static_cast<TokenId>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      const TokenId id = argmax(step_logits[0]);
       std::printf(i ? ",%d" : "%d", id);
       std::fflush(stdout);
       next.assign(1, id);
