@@ -183,7 +183,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
   rt.pool.run(kv_heads * blocks, [&](int b, int e) {
-    std::vector<float> queries, prepared, scores, context;
+    thread_local std::vector<float> queries, prepared, scores, context;  // kept: a decode step has 28 x 8 tasks
     for (int task = b; task < e; ++task) {
       const int g = task / blocks, t0 = (task % blocks) * kQueryBlock, nt = std::min(kQueryBlock, n - t0);
       const int rows = nt * group, P = p0 + t0 + nt;  // P: positions the block's last query sees
