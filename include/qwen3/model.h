@@ -90,8 +90,9 @@ class Sequence {
   void reserve(int tokens);
   int layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
   int length_ = 0, max_context_ = 0, capacity_ = 0;
-  // Per layer [kv_heads, capacity, head_dim]: each head's positions contiguous, so attention
-  // reads them as one matrix.
+  // Per layer [kv_heads, capacity, head_dim]: each head's positions together, so attention reads
+  // them as one matrix; keys in blocks of 16 positions, dimension-major within a block (see
+  // src/ops/key_layout.h). capacity is a multiple of 16.
   std::vector<detail::CacheBlock> k_, v_;
 };
 

@@ -40,6 +40,7 @@ ops::KernelTable make_table(const char* name) {
                           {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
                           prepared_floats<S>,
                           S::packed_mr,
+                          key_scores<S>,
                           weighted_sum<S>,
                           softmax<S>,
                           rms_norm<S>,

@@ -177,6 +177,56 @@ void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float*
   }
 }
 
+// RB queries against NV vectors of keys from key p0 (keys blocked as key_offset): each accumulator
+// holds `lanes` scores and takes one broadcast multiply-add per dimension, in order.
+template <class S, int RB, int NV>
+inline void key_tile(const float* q, int ldq, int D, const float* k, int p0, float* s, int lds) {
+  using V = typename S::V;
+  V acc[RB][NV];
+  for (int r = 0; r < RB; ++r)
+    for (int c = 0; c < NV; ++c) acc[r][c] = S::zero();
+  for (int d = 0; d < D; ++d) {
+    V kv[NV];
+    for (int c = 0; c < NV; ++c) kv[c] = S::load(k + ops::key_offset(p0 + c * S::lanes, d, D));
+    for (int r = 0; r < RB; ++r) {
+      V qb = S::set1(q[size_t(r) * ldq + d]);
+      in_register(qb);  // one broadcast serves NV multiply-adds
+      for (int c = 0; c < NV; ++c) acc[r][c] = S::fma(qb, kv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < RB; ++r)
+    for (int c = 0; c < NV; ++c) S::store(s + size_t(r) * lds + p0 + c * S::lanes, acc[r][c]);
+}
+
+// key_tile for rows (1 .. RB) and vectors (1 .. NV) known only at run time.
+template <class S, int RB, int NV>
+inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const float* k, int p0, float* s, int lds) {
+  if constexpr (RB > 0 && NV > 0) {
+    if (rows < RB) return key_tile_of<S, RB - 1, NV>(rows, nv, q, ldq, D, k, p0, s, lds);
+    if (nv < NV) return key_tile_of<S, RB, NV - 1>(rows, nv, q, ldq, D, k, p0, s, lds);
+    key_tile<S, RB, NV>(q, ldq, D, k, p0, s, lds);
+  }
+}
+
+// Tiles of RB queries x NV vectors of keys; each group of NV vectors of keys stays in L1 while
+// every query takes it.
+template <class S, int RB, int NV>
+void key_scores_in_tiles(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
+  const int vectors = (P + ops::kKeyBlock - 1) / ops::kKeyBlock * (ops::kKeyBlock / S::lanes);
+  for (int c = 0; c < vectors; c += NV)
+    for (int r = 0; r < R; r += RB)
+      key_tile_of<S, RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), q + size_t(r) * ldq, ldq, D, k,
+                             c * S::lanes, s + size_t(r) * lds, lds);
+}
+
+template <class S>
+void key_scores(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
+  static_assert(ops::kKeyBlock % S::lanes == 0);
+  // Decode's few queries (a group's heads) take wider tiles: more keys in flight.
+  if (R <= 2) return key_scores_in_tiles<S, 2, S::nr(2)>(q, ldq, R, D, k, P, s, lds);
+  key_scores_in_tiles<S, S::MR, S::nr(S::MR)>(q, ldq, R, D, k, P, s, lds);
+}
+
 // RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in
 // registers for the whole sum over p.
 template <class S, int RB, int CH>

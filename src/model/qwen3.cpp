@@ -33,7 +33,7 @@ struct StepRows {
   std::vector<int> item_begin;     // first row of each item
   std::vector<float> cos, sin;     // [T, Dh / 2] rotary angles of each row's position
   struct Cache {
-    std::vector<detail::CacheBlock>* k;  // per layer [Hkv, capacity, Dh]
+    std::vector<detail::CacheBlock>* k;  // per layer [Hkv, capacity, Dh], keys blocked (ops/key_layout.h)
     std::vector<detail::CacheBlock>* v;
     int p0;        // tokens already cached
     int capacity;  // positions per head
@@ -109,11 +109,11 @@ class Forward {
       float* k = (*cache.k)[l].data();
       float* v = (*cache.v)[l].data();
       const int first = rows_.item_begin[i], n = static_cast<int>(batch_[i].tokens.size()), p0 = cache.p0;
-      for (int t = 0; t < n; ++t)  // append to the KV cache, head by head
+      for (int t = 0; t < n; ++t)  // append to the KV cache, head by head, keys blocked (ops/key_layout.h)
         for (int g = 0; g < Hkv; ++g) {
-          const size_t from = (size_t(first + t) * Hkv + g) * Dh, to = (size_t(g) * cache.capacity + p0 + t) * Dh;
-          std::copy_n(&s_.k[from], Dh, k + to);
-          std::copy_n(&s_.v[from], Dh, v + to);
+          const size_t from = (size_t(first + t) * Hkv + g) * Dh, head = size_t(g) * cache.capacity * Dh;
+          for (int d = 0; d < Dh; ++d) k[head + ops::key_offset(p0 + t, d, Dh)] = s_.k[from + d];
+          std::copy_n(&s_.v[from], Dh, v + head + size_t(p0 + t) * Dh);
         }
       ops::attention(rt_, &s_.q[size_t(first) * H * Dh], n, p0, k, v, cache.capacity, H, Hkv, Dh,
                      &s_.ctx[size_t(first) * H * Dh]);

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "qwen3/error.h"
+#include "ops/key_layout.h"
 #include "qwen3/model.h"
 
 namespace qwen3 {
@@ -45,14 +46,17 @@ void Sequence::truncate(int length) {
 
 void Sequence::reserve(int tokens) {
   if (tokens <= capacity_) return;
-  const int capacity = std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens));
+  // Whole blocks of keys (ops/key_layout.h): a head's first positions keep their place as it grows.
+  constexpr int kBlock = ops::kKeyBlock;
+  const int capacity = (std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens)) + kBlock - 1) / kBlock * kBlock;
   const size_t old_head = size_t(capacity_) * head_dim_, new_head = size_t(capacity) * head_dim_;
+  const size_t used = size_t(length_ + kBlock - 1) / kBlock * kBlock * head_dim_;
   for (auto* cache : {&k_, &v_})
     for (auto& layer : *cache) {
-      // Zeroed, and each head's cached rows moved to the start of its new, longer block.
+      // Zeroed, and each head's cached positions moved to the start of its new, longer part.
       detail::CacheBlock grown(kv_heads_ * new_head);
       for (int g = 0; g < kv_heads_ && !layer.empty(); ++g)
-        std::copy_n(layer.begin() + g * old_head, size_t(length_) * head_dim_, grown.begin() + g * new_head);
+        std::copy_n(layer.begin() + g * old_head, used, grown.begin() + g * new_head);
       layer = std::move(grown);
     }
   capacity_ = capacity;

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "io/dtype.h"
+#include "ops/key_layout.h"
 
 namespace qwen3::ops {
 
@@ -75,7 +76,8 @@ void rope(float* x, int heads, int head_dim, const float* cos, const float* sin)
 // Causal grouped-query attention of n new tokens at positions p0 .. p0+n-1 against a KV cache
 // that already holds them: query head h reads KV head h / (H / Hkv). Scores are computed a block
 // of queries at a time, never as a whole [n, P] matrix.
-// q, out [n, H * Dh]; k, v [Hkv, capacity >= p0 + n, Dh]. out must not alias q.
+// q, out [n, H * Dh]; k [Hkv, capacity blocked as key_offset], v [Hkv, capacity, Dh], capacity
+// >= p0 + n and a multiple of kKeyBlock. out must not alias q.
 void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int capacity, int heads,
                int kv_heads, int head_dim, float* out);
 

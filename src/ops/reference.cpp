@@ -31,6 +31,16 @@ void prepare_x(const float* x, int, int K, int t0, int t1, float* out) {
 }
 size_t prepared_floats(int T, int K) { return size_t(T) * K; }
 
+void key_scores(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
+  const int padded = (P + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < padded; ++p) {
+      float acc = 0;
+      for (int d = 0; d < D; ++d) acc += q[size_t(r) * ldq + d] * k[key_offset(p, d, D)];
+      s[size_t(r) * lds + p] = acc;
+    }
+}
+
 void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
   for (int r = 0; r < R; ++r)
     for (int d = 0; d < D; ++d) {
@@ -64,7 +74,7 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
       {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, weighted_sum, softmax, rms_norm,
+       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, key_scores, weighted_sum, softmax, rms_norm,
        silu_mul});
   return table;
 }

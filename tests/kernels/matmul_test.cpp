@@ -140,6 +140,44 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   }
 }
 
+// Keys blocked as key_offset: scores within a dot product's rounding of the reference, and a
+// query's scores the same bits whether it comes alone (decode) or among many (a prompt's block).
+TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
+  const float eps = std::numeric_limits<float>::epsilon();
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const KernelTable* kt : simd_tables())
+    for (int D : {1, 5, 64, 128})
+      for (int P : {1, 15, 16, 17, 100}) {
+        const int padded = (P + kKeyBlock - 1) / kKeyBlock * kKeyBlock, R = 13, ldq = D + 1, lds = padded + 3;
+        std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);
+        for (auto& x : keys) x = u(rng);
+        for (auto& x : q) x = u(rng);
+        const float sentinel = -777.0f;
+        std::vector<float> want(size_t(R) * lds, sentinel), got(size_t(R) * lds, sentinel);
+        reference_kernels().key_scores(q.data(), ldq, R, D, keys.data(), P, want.data(), lds);
+        kt->key_scores(q.data(), ldq, R, D, keys.data(), P, got.data(), lds);
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < lds; ++p) {
+            const size_t i = size_t(r) * lds + p;
+            if (p >= padded) {
+              ASSERT_EQ(got[i], sentinel) << kt->name << " wrote past the last block";
+              continue;
+            }
+            float sum_abs = 0;
+            for (int d = 0; d < D; ++d) sum_abs += std::abs(q[size_t(r) * ldq + d] * keys[key_offset(p, d, D)]);
+            ASSERT_NEAR(got[i], want[i], 2 * D * eps * sum_abs) << kt->name << " D " << D << " P " << P << " r " << r << " p " << p;
+          }
+        for (int rows : {1, 2, 3, 7}) {  // the first rows again, in smaller calls: the same bits
+          std::vector<float> part(size_t(rows) * lds);
+          kt->key_scores(q.data(), ldq, rows, D, keys.data(), P, part.data(), lds);
+          for (int r = 0; r < rows; ++r)
+            for (int p = 0; p < padded; ++p)
+              ASSERT_EQ(part[size_t(r) * lds + p], got[size_t(r) * lds + p]) << kt->name << " rows " << rows << " r " << r << " p " << p;
+        }
+      }
+}
+
 TEST(VectorKernels, WeightedSumMatchesReference) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(3);
