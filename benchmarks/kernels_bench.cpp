@@ -57,7 +57,7 @@ void BM_Attention(benchmark::State& state) {
   auto rt = make_runtime("auto", 1);
   std::vector<float> q(H * Dh, 0.1f), k(size_t(P) * Hkv * Dh, 0.2f), v(size_t(P) * Hkv * Dh, 0.3f), out(H * Dh);
   for (auto _ : state) {
-    attention(*rt, q.data(), 1, P - 1, k.data(), v.data(), P, H, Hkv, Dh, out.data());
+    attention(*rt, std::vector<AttentionItem>{{q.data(), 1, P - 1, k.data(), v.data(), P, out.data()}}, H, Hkv, Dh);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * P * Hkv * Dh * 4 * 2);
@@ -73,7 +73,7 @@ void BM_AttentionPrompt(benchmark::State& state) {
   for (auto* a : {&q, &k, &v})
     for (auto& x : *a) x = std::uniform_real_distribution<float>(-1, 1)(rng);
   for (auto _ : state) {
-    attention(*rt, q.data(), n, 0, k.data(), v.data(), n, H, Hkv, Dh, out.data());
+    attention(*rt, std::vector<AttentionItem>{{q.data(), n, 0, k.data(), v.data(), n, out.data()}}, H, Hkv, Dh);
     benchmark::DoNotOptimize(out.data());
   }
   // Causal: about half the n x n scores, each a 128-long dot product, and as many multiply-adds of values.

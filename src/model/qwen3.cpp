@@ -104,6 +104,7 @@ class Forward {
       ops::rope(&s_.q[size_t(t) * H * Dh], H, Dh, cos, sin);
       ops::rope(&s_.k[size_t(t) * Hkv * Dh], Hkv, Dh, cos, sin);
     }
+    std::vector<ops::AttentionItem> items;
     for (size_t i = 0; i < batch_.size(); ++i) {
       const StepRows::Cache& cache = rows_.caches[i];
       float* k = (*cache.k)[l].data();
@@ -115,9 +116,9 @@ class Forward {
           for (int d = 0; d < Dh; ++d) k[head + ops::key_offset(p0 + t, d, Dh)] = s_.k[from + d];
           std::copy_n(&s_.v[from], Dh, v + head + size_t(p0 + t) * Dh);
         }
-      ops::attention(rt_, &s_.q[size_t(first) * H * Dh], n, p0, k, v, cache.capacity, H, Hkv, Dh,
-                     &s_.ctx[size_t(first) * H * Dh]);
+      items.push_back({&s_.q[size_t(first) * H * Dh], n, p0, k, v, cache.capacity, &s_.ctx[size_t(first) * H * Dh]});
     }
+    ops::attention(rt_, items, H, Hkv, Dh);
     ops::matmul(rt_, s_.ctx.data(), T, lw.o_proj, s_.out.data());
   }
 

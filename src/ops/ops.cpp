@@ -174,30 +174,36 @@ void rope(float* x, int heads, int head_dim, const float* cos, const float* sin)
   }
 }
 
-void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const float* v, int capacity, int heads,
-               int kv_heads, int head_dim, float* out) {
-  // A task is one KV head and a block of query tokens: the block's queries of every head in the
-  // group are scored together against the head's cached keys, [rows, Dh] . [P, Dh]^T.
+void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int kv_heads, int head_dim) {
+  // A task is one item's KV head and block of query tokens: the block's queries of every head in
+  // the group are scored together against the head's cached keys, [rows, Dh] . [P, Dh]^T. All
+  // items' tasks go in one parallel run (a batch of 8 decoding sequences: 28 runs a step, not 224).
   constexpr int kQueryBlock = 16;
-  const int group = heads / kv_heads, q_row = heads * head_dim, blocks = (n + kQueryBlock - 1) / kQueryBlock;
+  const int group = heads / kv_heads, q_row = heads * head_dim;
+  std::vector<int> first_task(items.size() + 1, 0);  // item i's tasks: [first_task[i], first_task[i + 1])
+  for (size_t i = 0; i < items.size(); ++i)
+    first_task[i + 1] = first_task[i] + kv_heads * ((items[i].n + kQueryBlock - 1) / kQueryBlock);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
-  rt.pool.run(kv_heads * blocks, [&](int b, int e) {
+  rt.pool.run(first_task.back(), [&](int b, int e) {
     thread_local std::vector<float> queries, scores, context;  // kept: a decode step has 28 x 8 tasks
     for (int task = b; task < e; ++task) {
-      const int g = task / blocks, t0 = (task % blocks) * kQueryBlock, nt = std::min(kQueryBlock, n - t0);
-      const int rows = nt * group, P = p0 + t0 + nt;  // P: positions the block's last query sees
+      const size_t i = std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1;
+      const AttentionItem& it = items[i];
+      const int blocks = (it.n + kQueryBlock - 1) / kQueryBlock, local = task - first_task[i];
+      const int g = local / blocks, t0 = (local % blocks) * kQueryBlock, nt = std::min(kQueryBlock, it.n - t0);
+      const int rows = nt * group, P = it.p0 + t0 + nt;  // P: positions the block's last query sees
       const int lds = (P + kKeyBlock - 1) / kKeyBlock * kKeyBlock;  // key_scores fills whole blocks
-      const float* kg = k + size_t(g) * capacity * head_dim;
-      const float* vg = v + size_t(g) * capacity * head_dim;
+      const float* kg = it.k + size_t(g) * it.capacity * head_dim;
+      const float* vg = it.v + size_t(g) * it.capacity * head_dim;
       at_least(queries, size_t(rows) * head_dim);
       for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
-        std::copy_n(q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
+        std::copy_n(it.q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
                     &queries[size_t(r) * head_dim]);
       at_least(scores, size_t(rows) * lds);
       kt.key_scores(queries.data(), head_dim, rows, head_dim, kg, P, scores.data(), lds);
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
-        const int visible = p0 + t0 + r / group + 1;
+        const int visible = it.p0 + t0 + r / group + 1;
         float* s = &scores[size_t(r) * lds];
         kt.softmax(s, visible, scale);
         std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
@@ -206,7 +212,7 @@ void attention(Runtime& rt, const float* q, int n, int p0, const float* k, const
       kt.weighted_sum(scores.data(), lds, rows, P, vg, head_dim, context.data(), head_dim);
       for (int r = 0; r < rows; ++r)
         std::copy_n(&context[size_t(r) * head_dim], head_dim,
-                    out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);
+                    it.out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);
     }
   });
 }
