@@ -107,16 +107,10 @@ class Forward {
     std::vector<ops::AttentionItem> items;
     for (size_t i = 0; i < batch_.size(); ++i) {
       const StepRows::Cache& cache = rows_.caches[i];
-      float* k = (*cache.k)[l].data();
-      float* v = (*cache.v)[l].data();
-      const int first = rows_.item_begin[i], n = static_cast<int>(batch_[i].tokens.size()), p0 = cache.p0;
-      for (int t = 0; t < n; ++t)  // append to the KV cache, head by head, keys blocked (ops/key_layout.h)
-        for (int g = 0; g < Hkv; ++g) {
-          const size_t from = (size_t(first + t) * Hkv + g) * Dh, head = size_t(g) * cache.capacity * Dh;
-          for (int d = 0; d < Dh; ++d) k[head + ops::key_offset(p0 + t, d, Dh)] = s_.k[from + d];
-          std::copy_n(&s_.v[from], Dh, v + head + size_t(p0 + t) * Dh);
-        }
-      items.push_back({&s_.q[size_t(first) * H * Dh], n, p0, k, v, cache.capacity, &s_.ctx[size_t(first) * H * Dh]});
+      const size_t first = rows_.item_begin[i];
+      items.push_back({&s_.q[first * H * Dh], &s_.k[first * Hkv * Dh], &s_.v[first * Hkv * Dh],
+                       static_cast<int>(batch_[i].tokens.size()), cache.p0, (*cache.k)[l].data(), (*cache.v)[l].data(),
+                       cache.capacity, &s_.ctx[first * H * Dh]});
     }
     ops::attention(rt_, items, H, Hkv, Dh);
     ops::matmul(rt_, s_.ctx.data(), T, lw.o_proj, s_.out.data());

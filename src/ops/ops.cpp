@@ -183,6 +183,22 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
   std::vector<int> first_task(items.size() + 1, 0);  // item i's tasks: [first_task[i], first_task[i + 1])
   for (size_t i = 0; i < items.size(); ++i)
     first_task[i + 1] = first_task[i] + kv_heads * ((items[i].n + kQueryBlock - 1) / kQueryBlock);
+  auto append = [&](const AttentionItem& it, int g) {  // head g's new keys (blocked) and values
+    float* k = it.k + size_t(g) * it.capacity * head_dim;
+    float* v = it.v + size_t(g) * it.capacity * head_dim;
+    for (int t = 0; t < it.n; ++t) {
+      const size_t from = (size_t(t) * kv_heads + g) * head_dim;
+      for (int d = 0; d < head_dim; ++d) k[key_offset(it.p0 + t, d, head_dim)] = it.new_k[from + d];
+      std::copy_n(it.new_v + from, head_dim, v + size_t(it.p0 + t) * head_dim);
+    }
+  };
+  // With one block of queries per item (decode), each task appends its own head's keys and values
+  // first, in parallel; a prompt's blocks read each other's keys, so they are all appended first.
+  const bool one_block = first_task.back() == int(items.size()) * kv_heads;
+  if (!one_block)
+    rt.pool.run(int(items.size()) * kv_heads, [&](int b, int e) {
+      for (int task = b; task < e; ++task) append(items[task / kv_heads], task % kv_heads);
+    });
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
   rt.pool.run(first_task.back(), [&](int b, int e) {
@@ -192,6 +208,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
       const AttentionItem& it = items[i];
       const int blocks = (it.n + kQueryBlock - 1) / kQueryBlock, local = task - first_task[i];
       const int g = local / blocks, t0 = (local % blocks) * kQueryBlock, nt = std::min(kQueryBlock, it.n - t0);
+      if (one_block) append(it, g);
       const int rows = nt * group, P = it.p0 + t0 + nt;  // P: positions the block's last query sees
       const int lds = (P + kKeyBlock - 1) / kKeyBlock * kKeyBlock;  // key_scores fills whole blocks
       const float* kg = it.k + size_t(g) * it.capacity * head_dim;

@@ -73,21 +73,24 @@ void rope_angles(int pos, int head_dim, double theta, float* cos, float* sin);
 // (x[i], x[i + Dh/2]) turns by angle[i].                              x [heads, Dh], in place
 void rope(float* x, int heads, int head_dim, const float* cos, const float* sin);
 
-// One sequence's part of a step's attention: n new tokens at positions p0 .. p0+n-1, whose keys
-// and values the cache already holds. q, out [n, H * Dh]; k [Hkv, capacity blocked as key_offset],
-// v [Hkv, capacity, Dh], capacity >= p0 + n and a multiple of kKeyBlock. out must not alias q.
+// One sequence's part of a step's attention: n new tokens at positions p0 .. p0+n-1. q, out
+// [n, H * Dh]; new_k, new_v [n, Hkv * Dh], the tokens' keys and values, which attention appends to
+// the cache: k [Hkv, capacity blocked as key_offset], v [Hkv, capacity, Dh], capacity >= p0 + n
+// and a multiple of kKeyBlock. out must not alias q.
 struct AttentionItem {
   const float* q;
+  const float* new_k;
+  const float* new_v;
   int n, p0;
-  const float* k;
-  const float* v;
+  float* k;
+  float* v;
   int capacity;
   float* out;
 };
 
-// Causal grouped-query attention of every item of a step, as one parallel op: query head h reads
-// KV head h / (H / Hkv). Scores are computed a block of queries at a time, never as a whole
-// [n, P] matrix.
+// Causal grouped-query attention of every item of a step, as one parallel op: the new keys and
+// values go into the cache, then query head h reads KV head h / (H / Hkv). Scores are computed a
+// block of queries at a time, never as a whole [n, P] matrix.
 void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int kv_heads, int head_dim);
 
 // out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may alias
