@@ -212,7 +212,7 @@ inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const 
 // every query takes it.
 template <class S, int RB, int NV>
 void key_scores_in_tiles(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
-  const int vectors = (P + ops::kKeyBlock - 1) / ops::kKeyBlock * (ops::kKeyBlock / S::lanes);
+  const int vectors = ops::whole_key_blocks(P) / S::lanes;
   for (int c = 0; c < vectors; c += NV)
     for (int r = 0; r < R; r += RB)
       key_tile_of<S, RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), q + size_t(r) * ldq, ldq, D, k,

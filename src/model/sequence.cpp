@@ -47,10 +47,9 @@ void Sequence::truncate(int length) {
 void Sequence::reserve(int tokens) {
   if (tokens <= capacity_) return;
   // Whole blocks of keys (ops/key_layout.h): a head's first positions keep their place as it grows.
-  constexpr int kBlock = ops::kKeyBlock;
-  const int capacity = (std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens)) + kBlock - 1) / kBlock * kBlock;
+  const int capacity = ops::whole_key_blocks(std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens)));
   const size_t old_head = size_t(capacity_) * head_dim_, new_head = size_t(capacity) * head_dim_;
-  const size_t used = size_t(length_ + kBlock - 1) / kBlock * kBlock * head_dim_;
+  const size_t used = size_t(ops::whole_key_blocks(length_)) * head_dim_;
   for (auto* cache : {&k_, &v_})
     for (auto& layer : *cache) {
       // Zeroed, and each head's cached positions moved to the start of its new, longer part.

@@ -210,7 +210,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
       const int g = local / blocks, t0 = (local % blocks) * kQueryBlock, nt = std::min(kQueryBlock, it.n - t0);
       if (one_block) append(it, g);
       const int rows = nt * group, P = it.p0 + t0 + nt;  // P: positions the block's last query sees
-      const int lds = (P + kKeyBlock - 1) / kKeyBlock * kKeyBlock;  // key_scores fills whole blocks
+      const int lds = whole_key_blocks(P);  // key_scores fills whole blocks
       const float* kg = it.k + size_t(g) * it.capacity * head_dim;
       const float* vg = it.v + size_t(g) * it.capacity * head_dim;
       at_least(queries, size_t(rows) * head_dim);

@@ -32,7 +32,7 @@ void prepare_x(const float* x, int, int K, int t0, int t1, float* out) {
 size_t prepared_floats(int T, int K) { return size_t(T) * K; }
 
 void key_scores(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
-  const int padded = (P + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  const int padded = whole_key_blocks(P);
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < padded; ++p) {
       float acc = 0;

@@ -149,7 +149,7 @@ TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
   for (const KernelTable* kt : simd_tables())
     for (int D : {1, 5, 64, 128})
       for (int P : {1, 15, 16, 17, 100}) {
-        const int padded = (P + kKeyBlock - 1) / kKeyBlock * kKeyBlock, R = 13, ldq = D + 1, lds = padded + 3;
+        const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3;
         std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);
         for (auto& x : keys) x = u(rng);
         for (auto& x : q) x = u(rng);
