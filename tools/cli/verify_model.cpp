@@ -12,8 +12,6 @@ namespace qwen3::cli {
 
 namespace {
 
-int argmax(const float* row, int n) { return static_cast<int>(std::max_element(row, row + n) - row); }
-
 // Largest |ours - reference| over the listed [id, logit] pairs; -1 id means an id out of range.
 double listed_error(const float* row, int vocab, const nlohmann::json& top) {
   double err = 0;
@@ -94,7 +92,7 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double 
   auto check_choice = [&](const float* row, double margin, TokenId expected) {
     if (margin <= 2 * tol) return;
     ++r.greedy_steps;
-    r.greedy_agree += argmax(row, V) == expected;
+    r.greedy_agree += argmax({row, size_t(V)}) == expected;
   };
   if (!greedy.empty()) check_choice(last.data(), c.value("greedy_first_margin", 1.0), greedy[0]);
   for (size_t i = 0; i < greedy.size() && i < steps.size(); ++i) {

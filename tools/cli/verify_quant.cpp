@@ -58,7 +58,7 @@ QuantAccuracy quant_accuracy_case(Model& base, Model& quantized, const nlohmann:
     }
     r.mean_kl += kl;
     r.max_kl = std::max(r.max_kl, kl);
-    agree += std::max_element(pa, pa + V) - pa == std::max_element(pb, pb + V) - pb;
+    agree += argmax({pa, size_t(V)}) == argmax({pb, size_t(V)});
   }
   r.positions = static_cast<int>(ids.size());
   r.mean_kl /= r.positions;
