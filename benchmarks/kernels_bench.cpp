@@ -51,19 +51,23 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs)->Unit(benchmark::kMicrosecond);
 
-// args: positions in the cache; one decode token, 16 query heads over 8 KV heads of 128
+// args: positions in the cache, cache dtype (0 f32, 1 f16); one decode token, 16 query heads over
+// 8 KV heads of 128
 void BM_Attention(benchmark::State& state) {
   const int P = state.range(0), H = 16, Hkv = 8, Dh = 128;
+  const DType kv = state.range(1) ? DType::f16 : DType::f32;
+  const size_t bytes = size_t(P) * Hkv * Dh * (kv == DType::f16 ? 2 : 4);
   auto rt = make_runtime("auto", 1);
-  std::vector<float> q(H * Dh, 0.1f), k(size_t(P) * Hkv * Dh, 0.2f), v(size_t(P) * Hkv * Dh, 0.3f), out(H * Dh);
+  std::vector<float> q(H * Dh, 0.1f), out(H * Dh);
+  std::vector<uint8_t> k(bytes), v(bytes);  // zeros in either dtype
   std::vector<float> new_k(Hkv * Dh, 0.2f), new_v(Hkv * Dh, 0.3f);  // the token's own, appended at P - 1
   for (auto _ : state) {
-    attention(*rt, std::vector<AttentionItem>{{q.data(), new_k.data(), new_v.data(), 1, P - 1, k.data(), v.data(), P, out.data()}}, H, Hkv, Dh);
+    attention(*rt, std::vector<AttentionItem>{{q.data(), new_k.data(), new_v.data(), 1, P - 1, k.data(), v.data(), kv, P, out.data()}}, H, Hkv, Dh);
     benchmark::DoNotOptimize(out.data());
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * P * Hkv * Dh * 4 * 2);
+  state.SetBytesProcessed(int64_t(state.iterations()) * bytes * 2);
 }
-BENCHMARK(BM_Attention)->Arg(128)->Arg(1024)->Arg(4096)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Attention)->ArgsProduct({{128, 1024, 4096}, {0, 1}})->Unit(benchmark::kMicrosecond);
 
 // A whole prompt's causal attention (its keys and values appended to the cache first), one layer, one thread.
 void BM_AttentionPrompt(benchmark::State& state) {
@@ -75,7 +79,7 @@ void BM_AttentionPrompt(benchmark::State& state) {
   for (auto* a : {&q, &k, &v})
     for (auto& x : *a) x = std::uniform_real_distribution<float>(-1, 1)(rng);
   for (auto _ : state) {
-    attention(*rt, std::vector<AttentionItem>{{q.data(), k.data(), v.data(), n, 0, cache_k.data(), cache_v.data(), n, out.data()}}, H, Hkv, Dh);
+    attention(*rt, std::vector<AttentionItem>{{q.data(), k.data(), v.data(), n, 0, cache_k.data(), cache_v.data(), DType::f32, n, out.data()}}, H, Hkv, Dh);
     benchmark::DoNotOptimize(out.data());
   }
   // Causal: about half the n x n scores, each a 128-long dot product, and as many multiply-adds of values.

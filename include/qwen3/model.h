@@ -50,6 +50,9 @@ struct LoadOptions {
   // the file in 2 MiB folios, see drop_from_page_cache). false: read them into huge-page memory
   // (slower start; 4-15% faster decode than a map of a file cached in 4 KiB pages).
   bool mmap = true;
+  // "f32" or "f16": how each sequence's KV cache holds keys and values. f16 halves the cache's
+  // memory and what attention reads per token (decode at long contexts), at a small accuracy cost.
+  std::string kv_cache = "f32";
 };
 
 class Model;
@@ -71,7 +74,7 @@ struct ZeroPagesAllocator {
   }
   bool operator==(const ZeroPagesAllocator&) const { return true; }
 };
-using CacheBlock = std::vector<float, ZeroPagesAllocator<float>>;
+using CacheBlock = std::vector<uint8_t, ZeroPagesAllocator<uint8_t>>;  // f32 or f16 elements
 }  // namespace detail
 
 // One sequence's KV cache. It grows as tokens arrive (capacity is not reserved up front) up to
@@ -89,6 +92,7 @@ class Sequence {
   friend class Model;
   void reserve(int tokens);
   int layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
+  int element_bytes_ = 4;  // 4: f32, 2: f16 (the model's LoadOptions::kv_cache)
   int length_ = 0, max_context_ = 0, capacity_ = 0;
   // Per layer [kv_heads, capacity, head_dim]: each head's positions together, so attention reads
   // them as one matrix; keys in blocks of 16 positions, dimension-major within a block (see
@@ -118,6 +122,7 @@ class Model {
   const char* isa() const;                            // the kernels in use
   int threads() const;
   uint64_t weight_bytes() const;  // bytes of weights read per decoded token
+  const char* kv_cache() const;   // "f32" or "f16"
 
   // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,
   // per item, logits [rows, vocab_size]: one row (the last token) or one per token.

@@ -40,8 +40,8 @@ ops::KernelTable make_table(const char* name) {
                           {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
                           prepared_floats<S>,
                           S::packed_mr,
-                          key_scores<S>,
-                          weighted_sum<S>,
+                          {key_scores<S, float>, key_scores<S, F16>},
+                          {weighted_sum<S, float>, weighted_sum<S, F16>},
                           softmax<S>,
                           rms_norm<S>,
                           silu_mul<S>};

@@ -177,17 +177,18 @@ void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float*
   }
 }
 
-// RB queries against NV vectors of keys from key p0 (keys blocked as key_offset): each accumulator
-// holds `lanes` scores and takes one broadcast multiply-add per dimension, in order.
-template <class S, int RB, int NV>
-inline void key_tile(const float* q, int ldq, int D, const float* k, int p0, float* s, int lds) {
+// RB queries against NV vectors of keys from key p0 (keys blocked as key_offset, of type W:
+// float or F16): each accumulator holds `lanes` scores and takes one broadcast multiply-add per
+// dimension, in order.
+template <class S, class W, int RB, int NV>
+inline void key_tile(const float* q, int ldq, int D, const void* k, int p0, float* s, int lds) {
   using V = typename S::V;
   V acc[RB][NV];
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < NV; ++c) acc[r][c] = S::zero();
   for (int d = 0; d < D; ++d) {
     V kv[NV];
-    for (int c = 0; c < NV; ++c) kv[c] = S::load(k + ops::key_offset(p0 + c * S::lanes, d, D));
+    for (int c = 0; c < NV; ++c) kv[c] = load_w<S, W>(k, ops::key_offset(p0 + c * S::lanes, d, D));
     for (int r = 0; r < RB; ++r) {
       V qb = S::set1(q[size_t(r) * ldq + d]);
       in_register(qb);  // one broadcast serves NV multiply-adds
@@ -199,45 +200,45 @@ inline void key_tile(const float* q, int ldq, int D, const float* k, int p0, flo
 }
 
 // key_tile for rows (1 .. RB) and vectors (1 .. NV) known only at run time.
-template <class S, int RB, int NV>
-inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const float* k, int p0, float* s, int lds) {
+template <class S, class W, int RB, int NV>
+inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const void* k, int p0, float* s, int lds) {
   if constexpr (RB > 0 && NV > 0) {
-    if (rows < RB) return key_tile_of<S, RB - 1, NV>(rows, nv, q, ldq, D, k, p0, s, lds);
-    if (nv < NV) return key_tile_of<S, RB, NV - 1>(rows, nv, q, ldq, D, k, p0, s, lds);
-    key_tile<S, RB, NV>(q, ldq, D, k, p0, s, lds);
+    if (rows < RB) return key_tile_of<S, W, RB - 1, NV>(rows, nv, q, ldq, D, k, p0, s, lds);
+    if (nv < NV) return key_tile_of<S, W, RB, NV - 1>(rows, nv, q, ldq, D, k, p0, s, lds);
+    key_tile<S, W, RB, NV>(q, ldq, D, k, p0, s, lds);
   }
 }
 
 // Tiles of RB queries x NV vectors of keys; each group of NV vectors of keys stays in L1 while
 // every query takes it.
-template <class S, int RB, int NV>
-void key_scores_in_tiles(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
+template <class S, class W, int RB, int NV>
+void key_scores_in_tiles(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds) {
   const int vectors = ops::whole_key_blocks(P) / S::lanes;
   for (int c = 0; c < vectors; c += NV)
     for (int r = 0; r < R; r += RB)
-      key_tile_of<S, RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), q + size_t(r) * ldq, ldq, D, k,
-                             c * S::lanes, s + size_t(r) * lds, lds);
+      key_tile_of<S, W, RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), q + size_t(r) * ldq, ldq, D, k,
+                                c * S::lanes, s + size_t(r) * lds, lds);
 }
 
-template <class S>
-void key_scores(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
+template <class S, class W>
+void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds) {
   static_assert(ops::kKeyBlock % S::lanes == 0);
   // Decode's few queries (a group's heads) take wider tiles: more keys in flight.
-  if (R <= 2) return key_scores_in_tiles<S, 2, S::nr(2)>(q, ldq, R, D, k, P, s, lds);
-  key_scores_in_tiles<S, S::MR, S::nr(S::MR)>(q, ldq, R, D, k, P, s, lds);
+  if (R <= 2) return key_scores_in_tiles<S, W, 2, S::nr(2)>(q, ldq, R, D, k, P, s, lds);
+  key_scores_in_tiles<S, W, S::MR, S::nr(S::MR)>(q, ldq, R, D, k, P, s, lds);
 }
 
 // RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in
-// registers for the whole sum over p.
-template <class S, int RB, int CH>
-inline void weighted_block(const float* a, int lda, int P, const float* v, int D, int d, float* out, int ldo) {
+// registers for the whole sum over p. Values are of type W (float or F16).
+template <class S, class W, int RB, int CH>
+inline void weighted_block(const float* a, int lda, int P, const void* v, int D, int d, float* out, int ldo) {
   using V = typename S::V;
   V acc[RB][CH];
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < CH; ++c) acc[r][c] = S::zero();
   for (int p = 0; p < P; ++p) {
     V vv[CH];
-    for (int c = 0; c < CH; ++c) vv[c] = S::load(v + size_t(p) * D + d + c * S::lanes);
+    for (int c = 0; c < CH; ++c) vv[c] = load_w<S, W>(v, size_t(p) * D + d + c * S::lanes);
     for (int r = 0; r < RB; ++r) {
       const V av = S::set1(a[size_t(r) * lda + p]);
       for (int c = 0; c < CH; ++c) acc[r][c] = S::fma(av, vv[c], acc[r][c]);
@@ -248,38 +249,38 @@ inline void weighted_block(const float* a, int lda, int P, const float* v, int D
 }
 
 // RB rows of out, all D columns: each value vector loaded serves RB rows.
-template <class S, int RB>
-inline void weighted_rows(const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
+template <class S, class W, int RB>
+inline void weighted_rows(const float* a, int lda, int P, const void* v, int D, float* out, int ldo) {
   // 8 vectors per pass (a whole 128-wide row of values, read contiguously: decode's one or two
   // rows) where RB x 8 accumulators, the 8 values and the weight fit the registers; else 4.
   constexpr int CH = RB * 8 + 8 + 1 <= S::registers ? 8 : 4;
   const int dv = D - D % S::lanes;
   int d = 0;
-  for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, RB, CH>(a, lda, P, v, D, d, out, ldo);
-  for (; d < dv; d += S::lanes) weighted_block<S, RB, 1>(a, lda, P, v, D, d, out, ldo);
+  for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, W, RB, CH>(a, lda, P, v, D, d, out, ldo);
+  for (; d < dv; d += S::lanes) weighted_block<S, W, RB, 1>(a, lda, P, v, D, d, out, ldo);
   for (int r = 0; r < RB; ++r)  // columns past the last full vector
     for (int dd = dv; dd < D; ++dd) {
       float acc = 0;
-      for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(r) * lda + p], v[size_t(p) * D + dd], acc);
+      for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(r) * lda + p], scalar_w<W>(v, size_t(p) * D + dd), acc);
       out[size_t(r) * ldo + dd] = acc;
     }
 }
 
 // weighted_rows for a number of rows known only at run time (1 .. RB).
-template <class S, int RB>
-inline void weighted_rows_of(int rows, const float* a, int lda, int P, const float* v, int D, float* out, int ldo) {
+template <class S, class W, int RB>
+inline void weighted_rows_of(int rows, const float* a, int lda, int P, const void* v, int D, float* out, int ldo) {
   if constexpr (RB > 0) {
-    if (rows == RB) return weighted_rows<S, RB>(a, lda, P, v, D, out, ldo);
-    weighted_rows_of<S, RB - 1>(rows, a, lda, P, v, D, out, ldo);
+    if (rows == RB) return weighted_rows<S, W, RB>(a, lda, P, v, D, out, ldo);
+    weighted_rows_of<S, W, RB - 1>(rows, a, lda, P, v, D, out, ldo);
   }
 }
 
-template <class S>
-void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
+template <class S, class W>
+void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo) {
   constexpr int RB = S::weighted_rows;
   int r = 0;
-  for (; r + RB <= R; r += RB) weighted_rows<S, RB>(a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
-  if (r < R) weighted_rows_of<S, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
+  for (; r + RB <= R; r += RB) weighted_rows<S, W, RB>(a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
+  if (r < R) weighted_rows_of<S, W, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
 }
 
 // e^x as Cephes' expf: x = n ln2 + r, |r| <= ln2 / 2, e^r by a degree-7 polynomial, times 2^n.

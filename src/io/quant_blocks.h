@@ -24,9 +24,6 @@ constexpr int kQ8Bytes = 2 + kQuantBlock, kQ4Bytes = 2 + kQuantBlock / 2;
 constexpr int kQuantRows = 16, kQuantChunk = 4;
 constexpr const char* kQuantLayout = "rows16";  // __metadata__ "layout" of quantized folders
 
-// Round to nearest even, as torch's float32 -> float16 cast does (overflow gives infinity).
-uint16_t f32_to_f16(float f);
-
 // Scales are chosen from the block's largest magnitude, rounded to f16 first and then used to
 // round each value, so |value - x| <= d / 2 for q8_0; for q4_0 the largest magnitude maps to -8
 // exactly and |value - x| <= |d| (d / 2 except where +8 clamps to +7).

@@ -13,13 +13,15 @@
 namespace qwen3 {
 
 struct Model::Impl {
-  Impl(Weights weights, ops::RuntimePtr runtime) : w(std::move(weights)), rt(std::move(runtime)) {
+  Impl(Weights weights, ops::RuntimePtr runtime, DType kv)
+      : w(std::move(weights)), rt(std::move(runtime)), kv_cache(kv) {
     prefaulting = std::thread([this] { prefault(w); });
   }
   ~Impl() { prefaulting.join(); }
 
   Weights w;
   ops::RuntimePtr rt;
+  DType kv_cache;  // f32 or f16
   std::vector<float> batch_logits;  // a batch's LM-head product, kept for the next decode step
   std::thread prefaulting;  // maps the weights' pages while the caller loads the tokenizer
 };
@@ -55,7 +57,7 @@ struct Scratch {
 class Forward {
  public:
   Forward(const ModelConfig& c, Model::Impl& m, std::span<const BatchItem> batch, const StepRows& rows)
-      : c_(c), w_(m.w), rt_(*m.rt), batch_logits_(m.batch_logits), batch_(batch), rows_(rows) {}
+      : c_(c), w_(m.w), rt_(*m.rt), kv_cache_(m.kv_cache), batch_logits_(m.batch_logits), batch_(batch), rows_(rows) {}
 
   // HF: Qwen3Model.forward, then lm_head on the rows that need logits.
   void run(const Observer* observer, std::vector<std::vector<float>>& logits) {
@@ -110,7 +112,7 @@ class Forward {
       const size_t first = rows_.item_begin[i];
       items.push_back({&s_.q[first * H * Dh], &s_.k[first * Hkv * Dh], &s_.v[first * Hkv * Dh],
                        static_cast<int>(batch_[i].tokens.size()), cache.p0, (*cache.k)[l].data(), (*cache.v)[l].data(),
-                       cache.capacity, &s_.ctx[first * H * Dh]});
+                       kv_cache_, cache.capacity, &s_.ctx[first * H * Dh]});
     }
     ops::attention(rt_, items, H, Hkv, Dh);
     ops::matmul(rt_, s_.ctx.data(), T, lw.o_proj, s_.out.data());
@@ -177,6 +179,7 @@ class Forward {
   const ModelConfig& c_;
   const Weights& w_;
   ops::Runtime& rt_;
+  const DType kv_cache_;
   std::vector<float>& batch_logits_;
   std::span<const BatchItem> batch_;
   const StepRows& rows_;
@@ -192,10 +195,12 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   m->config_ = ModelConfig::load(dir);
   m->name_ = std::filesystem::absolute(dir).lexically_normal().filename().string();
   if (m->name_.empty()) m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  if (options.kv_cache != "f32" && options.kv_cache != "f16")
+    throw Error(ErrorKind::invalid_argument, "KV cache type must be f32 or f16, got '" + options.kv_cache + "'");
   ops::RuntimePtr rt = ops::make_runtime(options.isa, options.threads);
   Weights w = load_weights(dir, m->config_, !options.mmap);
   if (!options.quant.empty()) quantize_weights(w, parse_quant_type(options.quant), options.keep_head, *rt);
-  m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt));
+  m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt), options.kv_cache == "f16" ? DType::f16 : DType::f32);
   return m;
 }
 
@@ -203,6 +208,7 @@ Model::~Model() = default;
 const char* Model::isa() const { return ops::isa_name(*impl_->rt); }
 int Model::threads() const { return ops::thread_count(*impl_->rt); }
 uint64_t Model::weight_bytes() const { return impl_->w.bytes_per_token(); }
+const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
 
 std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, const Observer* observer) {
   std::vector<std::vector<float>> logits;
@@ -218,7 +224,8 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
   for (auto& item : batch) {
     if (!item.sequence) throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
     const Sequence& s = *item.sequence;
-    if (s.layers_ != config_.num_hidden_layers || s.kv_heads_ != config_.num_key_value_heads || s.head_dim_ != config_.head_dim)
+    if (s.layers_ != config_.num_hidden_layers || s.kv_heads_ != config_.num_key_value_heads ||
+        s.head_dim_ != config_.head_dim || s.element_bytes_ != (impl_->kv_cache == DType::f16 ? 2 : 4))
       throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
     if (!seen.insert(&s).second) throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
     if (item.tokens.empty()) throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");

@@ -1,6 +1,7 @@
 // A sequence's KV cache: grows with the tokens it holds, up to its maximum context.
 #include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "qwen3/error.h"
 #include "ops/key_layout.h"
@@ -19,7 +20,7 @@ T* detail::ZeroPagesAllocator<T>::allocate(size_t n) {
   if (void* p = std::calloc(n, sizeof(T))) return static_cast<T*>(p);
   throw std::bad_alloc();
 }
-template struct detail::ZeroPagesAllocator<float>;
+template struct detail::ZeroPagesAllocator<uint8_t>;
 
 Sequence::Sequence(const Model& model, int max_context) {
   const ModelConfig& c = model.config();
@@ -33,6 +34,7 @@ Sequence::Sequence(const Model& model, int max_context) {
   layers_ = c.num_hidden_layers;
   kv_heads_ = c.num_key_value_heads;
   head_dim_ = c.head_dim;
+  element_bytes_ = std::string_view(model.kv_cache()) == "f16" ? 2 : 4;
   k_.resize(layers_);
   v_.resize(layers_);
 }
@@ -48,8 +50,9 @@ void Sequence::reserve(int tokens) {
   if (tokens <= capacity_) return;
   // Whole blocks of keys (ops/key_layout.h): a head's first positions keep their place as it grows.
   const int capacity = ops::whole_key_blocks(std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens)));
-  const size_t old_head = size_t(capacity_) * head_dim_, new_head = size_t(capacity) * head_dim_;
-  const size_t used = size_t(ops::whole_key_blocks(length_)) * head_dim_;
+  const size_t old_head = size_t(capacity_) * head_dim_ * element_bytes_;
+  const size_t new_head = size_t(capacity) * head_dim_ * element_bytes_;
+  const size_t used = size_t(ops::whole_key_blocks(length_)) * head_dim_ * element_bytes_;
   for (auto* cache : {&k_, &v_})
     for (auto& layer : *cache) {
       // Zeroed, and each head's cached positions moved to the start of its new, longer part.
@@ -61,6 +64,6 @@ void Sequence::reserve(int tokens) {
   capacity_ = capacity;
 }
 
-size_t Sequence::bytes() const { return size_t(capacity_) * kv_heads_ * head_dim_ * sizeof(float) * 2 * layers_; }
+size_t Sequence::bytes() const { return size_t(capacity_) * kv_heads_ * head_dim_ * element_bytes_ * 2 * layers_; }
 
 }  // namespace qwen3

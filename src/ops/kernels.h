@@ -29,13 +29,14 @@ struct KernelTable {
   void (*prepare_x[3])(const float* x, int T, int K, int t0, int t1, float* out);
   size_t (*prepared_floats)(int T, int K);
   int tile_rows;  // rows per token tile of prepared x: splits at its multiples keep tiles whole
+  // The attention kernels, indexed by the KV cache's DType: f32 or f16 (widened as read).
   // s[r * lds + p] = dot(q[r * ldq, :D], key p) for r < R and p < P rounded up to kKeyBlock (the
   // last block's spare positions score whatever they hold), keys blocked as key_offset. Each
   // score is one multiply-add per dimension, in order of d: it depends on its query and key only.
-  void (*key_scores)(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds);
+  void (*key_scores[2])(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds);
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
   // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
-  void (*weighted_sum)(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo);
+  void (*weighted_sum[2])(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo);
   // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
   // std::exp), lanes in an order fixed by n.
   void (*softmax)(float* s, int n, float scale);

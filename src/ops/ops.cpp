@@ -184,12 +184,17 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
   for (size_t i = 0; i < items.size(); ++i)
     first_task[i + 1] = first_task[i] + kv_heads * ((items[i].n + kQueryBlock - 1) / kQueryBlock);
   auto append = [&](const AttentionItem& it, int g) {  // head g's new keys (blocked) and values
-    float* k = it.k + size_t(g) * it.capacity * head_dim;
-    float* v = it.v + size_t(g) * it.capacity * head_dim;
+    const size_t head = size_t(g) * it.capacity * head_dim;
+    auto put = [&](void* cache, size_t at, size_t step, const float* from) {  // head_dim values, step apart
+      if (it.kv_dtype == DType::f16)
+        for (int d = 0; d < head_dim; ++d) static_cast<uint16_t*>(cache)[at + d * step] = f32_to_f16(from[d]);
+      else
+        for (int d = 0; d < head_dim; ++d) static_cast<float*>(cache)[at + d * step] = from[d];
+    };
     for (int t = 0; t < it.n; ++t) {
       const size_t from = (size_t(t) * kv_heads + g) * head_dim;
-      for (int d = 0; d < head_dim; ++d) k[key_offset(it.p0 + t, d, head_dim)] = it.new_k[from + d];
-      std::copy_n(it.new_v + from, head_dim, v + size_t(it.p0 + t) * head_dim);
+      put(it.k, head + key_offset(it.p0 + t, 0, head_dim), kKeyBlock, it.new_k + from);
+      put(it.v, head + size_t(it.p0 + t) * head_dim, 1, it.new_v + from);
     }
   };
   // With one block of queries per item (decode), each task appends its own head's keys and values
@@ -211,14 +216,16 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
       if (one_block) append(it, g);
       const int rows = nt * group, P = it.p0 + t0 + nt;  // P: positions the block's last query sees
       const int lds = whole_key_blocks(P);  // key_scores fills whole blocks
-      const float* kg = it.k + size_t(g) * it.capacity * head_dim;
-      const float* vg = it.v + size_t(g) * it.capacity * head_dim;
+      const size_t head_bytes = row_bytes(it.kv_dtype, size_t(g) * it.capacity * head_dim);
+      const void* kg = static_cast<const uint8_t*>(it.k) + head_bytes;
+      const void* vg = static_cast<const uint8_t*>(it.v) + head_bytes;
+      const int kv = it.kv_dtype == DType::f16;
       at_least(queries, size_t(rows) * head_dim);
       for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
         std::copy_n(it.q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
                     &queries[size_t(r) * head_dim]);
       at_least(scores, size_t(rows) * lds);
-      kt.key_scores(queries.data(), head_dim, rows, head_dim, kg, P, scores.data(), lds);
+      kt.key_scores[kv](queries.data(), head_dim, rows, head_dim, kg, P, scores.data(), lds);
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
         const int visible = it.p0 + t0 + r / group + 1;
         float* s = &scores[size_t(r) * lds];
@@ -226,7 +233,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
         std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
       }
       at_least(context, size_t(rows) * head_dim);
-      kt.weighted_sum(scores.data(), lds, rows, P, vg, head_dim, context.data(), head_dim);
+      kt.weighted_sum[kv](scores.data(), lds, rows, P, vg, head_dim, context.data(), head_dim);
       for (int r = 0; r < rows; ++r)
         std::copy_n(&context[size_t(r) * head_dim], head_dim,
                     it.out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);

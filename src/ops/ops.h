@@ -82,8 +82,9 @@ struct AttentionItem {
   const float* new_k;
   const float* new_v;
   int n, p0;
-  float* k;
-  float* v;
+  void* k;  // the cache, [Hkv, capacity, Dh] of kv_dtype (f32 or f16), keys blocked (key_layout.h)
+  void* v;
+  DType kv_dtype;
   int capacity;
   float* out;
 };

@@ -31,21 +31,23 @@ void prepare_x(const float* x, int, int K, int t0, int t1, float* out) {
 }
 size_t prepared_floats(int T, int K) { return size_t(T) * K; }
 
-void key_scores(const float* q, int ldq, int R, int D, const float* k, int P, float* s, int lds) {
+template <DType T>
+void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds) {
   const int padded = whole_key_blocks(P);
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < padded; ++p) {
       float acc = 0;
-      for (int d = 0; d < D; ++d) acc += q[size_t(r) * ldq + d] * k[key_offset(p, d, D)];
+      for (int d = 0; d < D; ++d) acc += q[size_t(r) * ldq + d] * weight_at<T>(k, key_offset(p, d, D));
       s[size_t(r) * lds + p] = acc;
     }
 }
 
-void weighted_sum(const float* a, int lda, int R, int P, const float* v, int D, float* out, int ldo) {
+template <DType T>
+void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo) {
   for (int r = 0; r < R; ++r)
     for (int d = 0; d < D; ++d) {
       float acc = 0;
-      for (int p = 0; p < P; ++p) acc += a[size_t(r) * lda + p] * v[size_t(p) * D + d];
+      for (int p = 0; p < P; ++p) acc += a[size_t(r) * lda + p] * weight_at<T>(v, size_t(p) * D + d);
       out[size_t(r) * ldo + d] = acc;
     }
 }
@@ -74,7 +76,8 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
       {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, key_scores, weighted_sum, softmax, rms_norm,
+       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, {key_scores<DType::f32>, key_scores<DType::f16>},
+       {weighted_sum<DType::f32>, weighted_sum<DType::f16>}, softmax, rms_norm,
        silu_mul});
   return table;
 }

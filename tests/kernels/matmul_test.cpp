@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -140,76 +141,96 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   }
 }
 
-// Keys blocked as key_offset: scores within a dot product's rounding of the reference, and a
-// query's scores the same bits whether it comes alone (decode) or among many (a prompt's block).
+// A KV cache's elements: x rounded to what `dtype` (f32 or f16) holds, and those values encoded.
+std::vector<uint8_t> as_cache(std::vector<float>& x, DType dtype) {
+  std::vector<uint8_t> out(x.size() * (dtype == DType::f16 ? 2 : 4));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (dtype == DType::f32) {
+      std::memcpy(&out[4 * i], &x[i], 4);
+      continue;
+    }
+    const uint16_t h = f32_to_f16(x[i]);
+    x[i] = f16_to_f32(h);
+    std::memcpy(&out[2 * i], &h, 2);
+  }
+  return out;
+}
+
+// Keys blocked as key_offset, f32 or f16: scores within a dot product's rounding of the reference,
+// and a query's scores the same bits whether it comes alone (decode) or among many (a prompt's block).
 TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const KernelTable* kt : simd_tables())
-    for (int D : {1, 5, 64, 128})
-      for (int P : {1, 15, 16, 17, 100}) {
-        const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3;
-        std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);
-        for (auto& x : keys) x = u(rng);
-        for (auto& x : q) x = u(rng);
-        const float sentinel = -777.0f;
-        std::vector<float> want(size_t(R) * lds, sentinel), got(size_t(R) * lds, sentinel);
-        reference_kernels().key_scores(q.data(), ldq, R, D, keys.data(), P, want.data(), lds);
-        kt->key_scores(q.data(), ldq, R, D, keys.data(), P, got.data(), lds);
-        for (int r = 0; r < R; ++r)
-          for (int p = 0; p < lds; ++p) {
-            const size_t i = size_t(r) * lds + p;
-            if (p >= padded) {
-              ASSERT_EQ(got[i], sentinel) << kt->name << " wrote past the last block";
-              continue;
+    for (DType dtype : {DType::f32, DType::f16})
+      for (int D : {1, 5, 64, 128})
+        for (int P : {1, 15, 16, 17, 100}) {
+          const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3, kv = dtype == DType::f16;
+          std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);
+          for (auto& x : keys) x = u(rng);
+          for (auto& x : q) x = u(rng);
+          const std::vector<uint8_t> cache = as_cache(keys, dtype);
+          const float sentinel = -777.0f;
+          std::vector<float> want(size_t(R) * lds, sentinel), got(size_t(R) * lds, sentinel);
+          reference_kernels().key_scores[kv](q.data(), ldq, R, D, cache.data(), P, want.data(), lds);
+          kt->key_scores[kv](q.data(), ldq, R, D, cache.data(), P, got.data(), lds);
+          for (int r = 0; r < R; ++r)
+            for (int p = 0; p < lds; ++p) {
+              const size_t i = size_t(r) * lds + p;
+              if (p >= padded) {
+                ASSERT_EQ(got[i], sentinel) << kt->name << " wrote past the last block";
+                continue;
+              }
+              float sum_abs = 0;
+              for (int d = 0; d < D; ++d) sum_abs += std::abs(q[size_t(r) * ldq + d] * keys[key_offset(p, d, D)]);
+              ASSERT_NEAR(got[i], want[i], 2 * D * eps * sum_abs)
+                  << kt->name << " " << dtype_name(dtype) << " D " << D << " P " << P << " r " << r << " p " << p;
             }
-            float sum_abs = 0;
-            for (int d = 0; d < D; ++d) sum_abs += std::abs(q[size_t(r) * ldq + d] * keys[key_offset(p, d, D)]);
-            ASSERT_NEAR(got[i], want[i], 2 * D * eps * sum_abs) << kt->name << " D " << D << " P " << P << " r " << r << " p " << p;
+          for (int rows : {1, 2, 3, 7}) {  // the first rows again, in smaller calls: the same bits
+            std::vector<float> part(size_t(rows) * lds);
+            kt->key_scores[kv](q.data(), ldq, rows, D, cache.data(), P, part.data(), lds);
+            for (int r = 0; r < rows; ++r)
+              for (int p = 0; p < padded; ++p)
+                ASSERT_EQ(part[size_t(r) * lds + p], got[size_t(r) * lds + p])
+                    << kt->name << " " << dtype_name(dtype) << " rows " << rows << " r " << r << " p " << p;
           }
-        for (int rows : {1, 2, 3, 7}) {  // the first rows again, in smaller calls: the same bits
-          std::vector<float> part(size_t(rows) * lds);
-          kt->key_scores(q.data(), ldq, rows, D, keys.data(), P, part.data(), lds);
-          for (int r = 0; r < rows; ++r)
-            for (int p = 0; p < padded; ++p)
-              ASSERT_EQ(part[size_t(r) * lds + p], got[size_t(r) * lds + p]) << kt->name << " rows " << rows << " r " << r << " p " << p;
         }
-      }
 }
 
 TEST(VectorKernels, WeightedSumMatchesReference) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (const KernelTable* kt : simd_tables()) {
-    for (int R : {1, 2, 3, 4, 6, 7, 13, 32}) {
-      for (int D : {1, 7, 8, 16, 17, 64, 128, 130}) {
-        for (int P : {0, 1, 5, 33}) {
-          const int lda = P + 3, ldo = D + 2;  // strides wider than the rows, sentinels between
-          std::vector<float> a(size_t(R) * lda), v(size_t(P) * D + 1);
-          for (auto& x : a) x = u(rng);
-          for (auto& x : v) x = u(rng);
-          const float sentinel = -777.0f;
-          std::vector<float> want(size_t(R) * ldo, sentinel), got(size_t(R) * ldo, sentinel);
-          reference_kernels().weighted_sum(a.data(), lda, R, P, v.data() + 1, D, want.data(), ldo);
-          kt->weighted_sum(a.data(), lda, R, P, v.data() + 1, D, got.data(), ldo);
-          for (int r = 0; r < R; ++r)
-            for (int d = 0; d < ldo; ++d) {
-              const size_t i = size_t(r) * ldo + d;
-              if (d >= D) {
-                ASSERT_EQ(got[i], sentinel) << kt->name << " wrote past its row";
-                continue;
+  for (const KernelTable* kt : simd_tables())
+    for (DType dtype : {DType::f32, DType::f16})
+      for (int R : {1, 2, 3, 4, 6, 7, 13, 32})
+        for (int D : {1, 7, 8, 16, 17, 64, 128, 130})
+          for (int P : {0, 1, 5, 33}) {
+            const int lda = P + 3, ldo = D + 2, kv = dtype == DType::f16;  // strides wider than the rows
+            std::vector<float> a(size_t(R) * lda), v(size_t(P) * D + 1);
+            for (auto& x : a) x = u(rng);
+            for (auto& x : v) x = u(rng);
+            const std::vector<uint8_t> cache = as_cache(v, dtype);  // from one element in: unaligned
+            const uint8_t* values = cache.data() + (kv ? 2 : 4);
+            const float sentinel = -777.0f;
+            std::vector<float> want(size_t(R) * ldo, sentinel), got(size_t(R) * ldo, sentinel);
+            reference_kernels().weighted_sum[kv](a.data(), lda, R, P, values, D, want.data(), ldo);
+            kt->weighted_sum[kv](a.data(), lda, R, P, values, D, got.data(), ldo);
+            for (int r = 0; r < R; ++r)
+              for (int d = 0; d < ldo; ++d) {
+                const size_t i = size_t(r) * ldo + d;
+                if (d >= D) {
+                  ASSERT_EQ(got[i], sentinel) << kt->name << " wrote past its row";
+                  continue;
+                }
+                float sum_abs = 0;  // the same bound as a dot product of P terms
+                for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[1 + size_t(p) * D + d]);
+                ASSERT_NEAR(got[i], want[i], 2 * P * eps * sum_abs) << "op weighted_sum, isa " << kt->name << ", "
+                                                                    << dtype_name(dtype) << ", R " << R << ", D " << D
+                                                                    << ", P " << P << ", r " << r << ", d " << d;
               }
-              float sum_abs = 0;  // the same bound as a dot product of P terms
-              for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[1 + size_t(p) * D + d]);
-              ASSERT_NEAR(got[i], want[i], 2 * P * eps * sum_abs)
-                  << "op weighted_sum, isa " << kt->name << ", R " << R << ", D " << D << ", P " << P << ", r " << r << ", d " << d;
-            }
-        }
-      }
-    }
-  }
+          }
 }
 
 // exp is the kernels' own (Cephes' expf): within a few ulp of std::exp, exactly 0 far below.

@@ -33,8 +33,8 @@ std::vector<float> run_alone(Model& m, const std::vector<TokenId>& p) {
 }
 
 TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
-  for (std::string isa : {"scalar", "auto"}) {
-    auto m = Model::load(test::untied_model(), {.threads = 2, .isa = isa});
+  for (auto [isa, kv_cache] : {std::pair{"scalar", "f32"}, {"auto", "f32"}, {"auto", "f16"}}) {
+    auto m = Model::load(test::untied_model(), {.threads = 2, .isa = isa, .kv_cache = kv_cache});
     // 100 rows together: prompt products take the packed path, while each alone takes the dot tiles.
     std::vector<std::vector<TokenId>> prompts = {prompt(9, 1), prompt(1, 2), prompt(90, 3)};
     std::vector<std::vector<float>> alone;
@@ -55,7 +55,7 @@ TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
       m->step(batch, l);
       for (size_t i = 0; i < prompts.size(); ++i) together[i].insert(together[i].end(), l[i].begin(), l[i].end());
     }
-    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(alone[i], together[i]) << isa << " sequence " << i;
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(alone[i], together[i]) << isa << " " << kv_cache << " sequence " << i;
   }
 }
 
@@ -134,6 +134,24 @@ TEST(Batch, BadBatchesAreRefused) {
   BatchItem wrong{&foreign, ok, false};
   EXPECT_THROW(m->step({&wrong, 1}), Error);
   EXPECT_EQ(s.length(), 0);
+}
+
+TEST(Batch, AnF16CacheHoldsHalfTheBytesAndStaysWithItsModel) {
+  auto f32 = Model::load(test::untied_model());
+  auto f16 = Model::load(test::untied_model(), {.kv_cache = "f16"});
+  EXPECT_STREQ(f32->kv_cache(), "f32");
+  EXPECT_STREQ(f16->kv_cache(), "f16");
+  auto p = prompt(20, 4);
+  Sequence a(*f32), b(*f16);
+  BatchItem ia{&a, p, false}, ib{&b, p, false};
+  f32->step({&ia, 1});
+  f16->step({&ib, 1});
+  EXPECT_GT(b.bytes(), 0u);
+  EXPECT_EQ(a.bytes(), 2 * b.bytes());
+  std::vector<TokenId> one = {1};
+  BatchItem wrong{&a, one, false};
+  EXPECT_THROW(f16->step({&wrong, 1}), Error) << "a sequence of f32 cache stepped by an f16-cache model";
+  EXPECT_THROW(Model::load(test::untied_model(), {.kv_cache = "q8"}), Error);
 }
 
 TEST(Batch, TruncateRewindsTheCache) {

@@ -40,20 +40,33 @@ std::vector<TokenId> tokens(int n, int vocab) {
   return ids;
 }
 
-// Tokens per second of one prefill of n tokens into an empty sequence.
-double prompt_speed(Model& m, int n) {
+// A sequence with room for `room` more tokens after `depth` already prefilled (untimed): the
+// context a test starts from, as llama-bench's -d.
+Sequence at_depth(Model& m, int depth, int room) {
+  Sequence s(m, depth + room);
+  if (depth > 0) {
+    auto ids = tokens(depth, m.config().vocab_size);
+    BatchItem item{&s, ids, false};
+    m.step({&item, 1});
+  }
+  return s;
+}
+
+// Tokens per second of one prefill of n tokens after `depth` cached ones.
+double prompt_speed(Model& m, int n, int depth = 0) {
   auto ids = tokens(n, m.config().vocab_size);
-  Sequence s(m, n);
+  Sequence s = at_depth(m, depth, n);
   BatchItem item{&s, ids, false};
   auto t0 = Clock::now();
   m.step({&item, 1});
   return n / seconds_since(t0);
 }
 
-// Tokens per second of n one-token decode steps of `batch` sequences stepped together.
-double generation_speed(Model& m, int n, int batch) {
+// Tokens per second of n one-token decode steps of `batch` sequences stepped together, each
+// after `depth` cached tokens.
+double generation_speed(Model& m, int n, int batch, int depth) {
   std::vector<Sequence> seqs;
-  for (int b = 0; b < batch; ++b) seqs.emplace_back(m, n + 1);
+  for (int b = 0; b < batch; ++b) seqs.push_back(at_depth(m, depth, n + 1));
   std::vector<TokenId> next(batch, 1);
   std::vector<BatchItem> items;
   for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], {&next[b], 1}, false});
@@ -75,7 +88,7 @@ void add_bench_command(CLI::App& app) {
     cli::LoadFlags load;
     std::vector<int> prompts = {16, 128, 512};
     std::vector<int> threads = {0};
-    int gen = 128, reps = 5, batch = 1;
+    int gen = 128, reps = 5, batch = 1, depth = 0;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
@@ -86,6 +99,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-r,--reps", a->reps, "Repetitions of each test")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "Sequences decoded together in tgN")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-d,--depth", a->depth, "Tokens already in the context (prefilled, untimed) before each test")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   a->load.add_to(*cmd, false);
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->callback([a] {
@@ -106,33 +122,35 @@ void add_bench_command(CLI::App& app) {
       if (!a->json) {
         const std::string where =
             huge < 0 ? "in memory" : "mapped (" + std::to_string(int(huge * 100 + 0.5)) + "% in 2 MiB pages)";
-        std::printf("%s | %s kernels | %d threads | weights %s | load %.3f s | TTFT (5-token prompt) %.1f ms | "
-                    "%.3f GB weights/token\n",
+        std::printf("%s | %s kernels | %d threads | weights %s | %s KV cache | load %.3f s | TTFT (5-token prompt) "
+                    "%.1f ms | %.3f GB weights/token\n",
                     model->config().summary(model->name()).c_str(), model->isa(), model->threads(), where.c_str(),
-                    load_s, stats(ttft).median * 1e3, gb_per_token);
-        std::printf("%-10s %10s %10s %10s %10s\n", "test", "tok/s", "sd", "median", "GB/s");
+                    model->kv_cache(), load_s, stats(ttft).median * 1e3, gb_per_token);
+        std::printf("%-16s %10s %10s %10s %10s\n", "test", "tok/s", "sd", "median", "GB/s");
       }
       auto add = [&](const std::string& name, std::vector<double> v, bool decode) {
         Stats s = stats(v);
         const double gbs = decode ? s.median * gb_per_token / a->batch : 0;
         if (!a->json) {
-          std::printf("%-10s %10.2f %10.2f %10.2f", name.c_str(), s.mean, s.sd, s.median);
+          std::printf("%-16s %10.2f %10.2f %10.2f", name.c_str(), s.mean, s.sd, s.median);
           decode ? std::printf(" %10.2f\n", gbs) : std::printf(" %10s\n", "-");
         }
         report["tests"].push_back({{"test", name}, {"threads", model->threads()}, {"isa", model->isa()},
                                    {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
                                    {"gb_s", gbs}, {"load_s", load_s}, {"ttft_ms", stats(ttft).median * 1e3},
-                                   {"mmap", options.mmap}, {"huge_page_share", huge}});
+                                   {"mmap", options.mmap}, {"huge_page_share", huge}, {"depth", a->depth},
+                                   {"kv_cache", model->kv_cache()}});
       };
+      const std::string at = a->depth ? " @ d" + std::to_string(a->depth) : "";
       for (int p : a->prompts) {
         std::vector<double> v;
-        for (int r = 0; r < a->reps; ++r) v.push_back(prompt_speed(*model, p));
-        add("pp" + std::to_string(p), v, false);
+        for (int r = 0; r < a->reps; ++r) v.push_back(prompt_speed(*model, p, a->depth));
+        add("pp" + std::to_string(p) + at, v, false);
       }
       if (a->gen > 0) {
         std::vector<double> v;
-        for (int r = 0; r < a->reps; ++r) v.push_back(generation_speed(*model, a->gen, a->batch));
-        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : ""), v, true);
+        for (int r = 0; r < a->reps; ++r) v.push_back(generation_speed(*model, a->gen, a->batch, a->depth));
+        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : "") + at, v, true);
       }
       report["model"] = model->config().summary(model->name());
       report["gb_per_token"] = gb_per_token;

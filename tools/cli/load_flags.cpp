@@ -9,6 +9,11 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   cmd.add_option("--quant", options.quant, "Quantize float weights at load time: q8 or q4")
       ->check(CLI::IsMember({"q8", "q4"}));
   cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");
+  cmd.add_option("--kv-cache", options.kv_cache,
+                 "KV cache element type: f32 (exact), or f16 (half the memory and attention reads: faster decode at "
+                 "long contexts; logits move by about 1e-3 to 1e-2)")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->capture_default_str();
   cmd.add_flag_callback(
       "--no-mmap", [this] { options.mmap = false; },
       "Read the weights into huge-page memory instead of mapping the file: slower start; faster decode "
