@@ -225,7 +225,7 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
     if (!item.sequence) throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
     const Sequence& s = *item.sequence;
     if (s.layers_ != config_.num_hidden_layers || s.kv_heads_ != config_.num_key_value_heads ||
-        s.head_dim_ != config_.head_dim || s.element_bytes_ != (impl_->kv_cache == DType::f16 ? 2 : 4))
+        s.head_dim_ != config_.head_dim || size_t(s.element_bytes_) != row_bytes(impl_->kv_cache, 1))
       throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
     if (!seen.insert(&s).second) throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
     if (item.tokens.empty()) throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");
