@@ -56,7 +56,7 @@ BENCHMARK(BM_Matmul)->Apply(MatmulArgs)->Unit(benchmark::kMicrosecond);
 void BM_Attention(benchmark::State& state) {
   const int P = state.range(0), H = 16, Hkv = 8, Dh = 128;
   const DType kv = state.range(1) ? DType::f16 : DType::f32;
-  const size_t bytes = size_t(P) * Hkv * Dh * (kv == DType::f16 ? 2 : 4);
+  const size_t bytes = row_bytes(kv, size_t(P) * Hkv * Dh);
   auto rt = make_runtime("auto", 1);
   std::vector<float> q(H * Dh, 0.1f), out(H * Dh);
   std::vector<uint8_t> k(bytes), v(bytes);  // zeros in either dtype

@@ -29,7 +29,7 @@ struct KernelTable {
   void (*prepare_x[3])(const float* x, int T, int K, int t0, int t1, float* out);
   size_t (*prepared_floats)(int T, int K);
   int tile_rows;  // rows per token tile of prepared x: splits at its multiples keep tiles whole
-  // The attention kernels, indexed by the KV cache's DType: f32 or f16 (widened as read).
+  // The attention kernels, indexed by the KV cache's DType: f32, f16 (widened as read).
   // s[r * lds + p] = dot(q[r * ldq, :D], key p) for r < R and p < P rounded up to kKeyBlock (the
   // last block's spare positions score whatever they hold), keys blocked as key_offset. Each
   // score is one multiply-add per dimension, in order of d: it depends on its query and key only.

@@ -219,13 +219,12 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
       const size_t head_bytes = row_bytes(it.kv_dtype, size_t(g) * it.capacity * head_dim);
       const void* kg = static_cast<const uint8_t*>(it.k) + head_bytes;
       const void* vg = static_cast<const uint8_t*>(it.v) + head_bytes;
-      const int kv = it.kv_dtype == DType::f16;
       at_least(queries, size_t(rows) * head_dim);
       for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
         std::copy_n(it.q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
                     &queries[size_t(r) * head_dim]);
       at_least(scores, size_t(rows) * lds);
-      kt.key_scores[kv](queries.data(), head_dim, rows, head_dim, kg, P, scores.data(), lds);
+      kt.key_scores[int(it.kv_dtype)](queries.data(), head_dim, rows, head_dim, kg, P, scores.data(), lds);
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
         const int visible = it.p0 + t0 + r / group + 1;
         float* s = &scores[size_t(r) * lds];
@@ -233,7 +232,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
         std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
       }
       at_least(context, size_t(rows) * head_dim);
-      kt.weighted_sum[kv](scores.data(), lds, rows, P, vg, head_dim, context.data(), head_dim);
+      kt.weighted_sum[int(it.kv_dtype)](scores.data(), lds, rows, P, vg, head_dim, context.data(), head_dim);
       for (int r = 0; r < rows; ++r)
         std::copy_n(&context[size_t(r) * head_dim], head_dim,
                     it.out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);

@@ -143,7 +143,7 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
 
 // A KV cache's elements: x rounded to what `dtype` (f32 or f16) holds, and those values encoded.
 std::vector<uint8_t> as_cache(std::vector<float>& x, DType dtype) {
-  std::vector<uint8_t> out(x.size() * (dtype == DType::f16 ? 2 : 4));
+  std::vector<uint8_t> out(row_bytes(dtype, x.size()));
   for (size_t i = 0; i < x.size(); ++i) {
     if (dtype == DType::f32) {
       std::memcpy(&out[4 * i], &x[i], 4);
@@ -166,7 +166,7 @@ TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
     for (DType dtype : {DType::f32, DType::f16})
       for (int D : {1, 5, 64, 128})
         for (int P : {1, 15, 16, 17, 100}) {
-          const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3, kv = dtype == DType::f16;
+          const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3, kv = int(dtype);
           std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);
           for (auto& x : keys) x = u(rng);
           for (auto& x : q) x = u(rng);
@@ -207,12 +207,12 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
       for (int R : {1, 2, 3, 4, 6, 7, 13, 32})
         for (int D : {1, 7, 8, 16, 17, 64, 128, 130})
           for (int P : {0, 1, 5, 33}) {
-            const int lda = P + 3, ldo = D + 2, kv = dtype == DType::f16;  // strides wider than the rows
+            const int lda = P + 3, ldo = D + 2, kv = int(dtype);  // strides wider than the rows
             std::vector<float> a(size_t(R) * lda), v(size_t(P) * D + 1);
             for (auto& x : a) x = u(rng);
             for (auto& x : v) x = u(rng);
             const std::vector<uint8_t> cache = as_cache(v, dtype);  // from one element in: unaligned
-            const uint8_t* values = cache.data() + (kv ? 2 : 4);
+            const uint8_t* values = cache.data() + row_bytes(dtype, 1);
             const float sentinel = -777.0f;
             std::vector<float> want(size_t(R) * ldo, sentinel), got(size_t(R) * ldo, sentinel);
             reference_kernels().weighted_sum[kv](a.data(), lda, R, P, values, D, want.data(), ldo);
