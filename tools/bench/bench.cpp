@@ -94,7 +94,10 @@ void add_bench_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("bench", "Measure prefill (ppN) and decode (tgN) speed, bandwidth, TTFT, RSS");
   cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")->required();
-  cmd->add_option("-p,--prompt", a->prompts, "Prompt lengths for ppN tests")->delimiter(',')->capture_default_str();
+  cmd->add_option("-p,--prompt", a->prompts, "Prompt lengths for ppN tests (0 = skip)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--gen", a->gen, "Tokens for the tgN test (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("-r,--reps", a->reps, "Repetitions of each test")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
@@ -143,6 +146,7 @@ void add_bench_command(CLI::App& app) {
       };
       const std::string at = a->depth ? " @ d" + std::to_string(a->depth) : "";
       for (int p : a->prompts) {
+        if (p == 0) continue;
         std::vector<double> v;
         for (int r = 0; r < a->reps; ++r) v.push_back(prompt_speed(*model, p, a->depth));
         add("pp" + std::to_string(p) + at, v, false);

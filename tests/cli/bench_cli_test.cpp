@@ -1,0 +1,43 @@
+// `qwen3 bench` as a user runs it: the tests asked for, and a clear error for bad sizes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+
+namespace qwen3 {
+namespace {
+
+using test::run_qwen3;
+const std::string kTiny = test::shell_quote(test::tiny_model().string());
+
+std::vector<std::string> test_names(const std::string& json) {
+  const auto report = nlohmann::json::parse(json);
+  std::vector<std::string> names;
+  for (auto& t : report["tests"]) names.push_back(t["test"].get<std::string>());
+  return names;
+}
+
+TEST(BenchCli, RunsTheTestsAskedForAndZeroSkipsOne) {
+  auto both = run_qwen3("bench " + kTiny + " -p 4,8 -n 2 -r 1 -t 1 --json", "", false);
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_EQ(test_names(both.output), (std::vector<std::string>{"pp4", "pp8", "tg2"}));
+  auto decode_only = run_qwen3("bench " + kTiny + " -p 0 -n 2 -r 1 -t 1 --json", "", false);
+  ASSERT_EQ(decode_only.exit_code, 0) << decode_only.err;
+  EXPECT_EQ(test_names(decode_only.output), (std::vector<std::string>{"tg2"}));
+  auto prefill_only = run_qwen3("bench " + kTiny + " -p 4 -n 0 -r 1 -t 1 --json", "", false);
+  ASSERT_EQ(prefill_only.exit_code, 0) << prefill_only.err;
+  EXPECT_EQ(test_names(prefill_only.output), (std::vector<std::string>{"pp4"}));
+}
+
+TEST(BenchCli, NegativeSizesAreRefused) {
+  for (const char* flags : {"-p -4", "-n -1", "-r 0", "-b 0", "-d -2"}) {
+    auto bad = run_qwen3("bench " + kTiny + " " + flags + " -t 1", "", false);
+    EXPECT_NE(bad.exit_code, 0) << flags;
+    EXPECT_FALSE(bad.err.empty()) << flags;
+    EXPECT_EQ(bad.err.find("step:"), std::string::npos) << flags << ": " << bad.err;
+  }
+}
+
+}  // namespace
+}  // namespace qwen3
