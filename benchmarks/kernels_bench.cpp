@@ -2,9 +2,11 @@
 // Matrix-vector results report bytes of weights read per second; matrix-matrix, FLOP/s.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
+#include "io/huge_page_buffer.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
 
@@ -107,29 +109,91 @@ BENCHMARK(BM_RmsNormRope)->Unit(benchmark::kMicrosecond);
 namespace qwen3::ops {
 namespace {
 
-// The model-level matmul with its thread pool: args threads, T, N, K (bf16 weights). With N large
-// enough to stream from memory, bytes_per_second set against the machine's read bandwidth is the
-// decode efficiency.
+struct Shape {
+  int N, K;
+};
+
+// Constant weights for the matrices `shapes`, one after another: bf16, or q8_0 / q4_0 quantized
+// from it. In 2 MiB pages, as a model's mapped file.
+io::HugePageBuffer weights_of(Runtime& rt, DType dtype, const std::vector<Shape>& shapes) {
+  size_t elements = 0, bytes = 0;
+  for (const Shape& s : shapes) {
+    elements += size_t(s.N) * s.K;
+    bytes += row_bytes(dtype, size_t(s.N) * s.K);
+  }
+  io::HugePageBuffer bf16(elements * 2);
+  std::fill_n(reinterpret_cast<uint16_t*>(bf16.data()), elements, f32_to_bf16(0.01f));
+  if (dtype == DType::bf16) return bf16;
+  io::HugePageBuffer w(bytes);
+  size_t in = 0, out = 0;
+  for (const Shape& s : shapes) {
+    quantize(rt, {DType::bf16, bf16.data() + in, s.N, s.K}, dtype, w.data() + out);
+    in += size_t(s.N) * s.K * 2;
+    out += row_bytes(dtype, size_t(s.N) * s.K);
+  }
+  return w;
+}
+
+// The model-level matmul with its thread pool: args threads, T, N, K, weight dtype. With the
+// matrix well past the L3 cache, bytes_per_second set against the machine's read bandwidth is the
+// product's streaming efficiency.
 void BM_MatmulThreaded(benchmark::State& state) {
   const int threads = state.range(0), T = state.range(1), N = state.range(2), K = state.range(3);
+  const DType dtype = static_cast<DType>(state.range(4));
   auto rt = make_runtime("auto", threads);
-  std::vector<uint16_t> w(size_t(N) * K, f32_to_bf16(0.01f));
+  const io::HugePageBuffer w = weights_of(*rt, dtype, {{N, K}});
   std::vector<float> x(size_t(T) * K, 0.5f), y(size_t(T) * N);
-  const Matrix m{DType::bf16, w.data(), N, K};
+  const Matrix m{dtype, w.data(), N, K};
   for (auto _ : state) {
     matmul(*rt, x.data(), T, m, y.data());
     benchmark::DoNotOptimize(y.data());
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * N * K * 2);
+  state.SetLabel(dtype_name(dtype));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
+constexpr int kBf16 = int(DType::bf16), kQ8 = int(DType::q8_0), kQ4 = int(DType::q4_0);
 BENCHMARK(BM_MatmulThreaded)
-    ->Args({1, 1, 151936, 1024})
-    ->Args({2, 1, 151936, 1024})
-    ->Args({2, 8, 151936, 1024})  // batched decode: 8 tokens per weight row
-    ->Args({1, 512, 3072, 1024})
-    ->Args({2, 512, 3072, 1024})
-    ->Args({2, 512, 1024, 3072})
+    ->Args({1, 1, 151936, 1024, kBf16})
+    ->Args({2, 1, 151936, 1024, kBf16})
+    ->Args({2, 1, 4 * 151936, 1024, kQ8})  // 4 and 8 LM heads: 620 and 700 MB, past the L3 cache
+    ->Args({2, 1, 8 * 151936, 1024, kQ4})
+    ->Args({2, 8, 151936, 1024, kBf16})  // batched decode: 8 tokens per weight row
+    ->Args({1, 512, 3072, 1024, kBf16})
+    ->Args({2, 512, 3072, 1024, kBf16})
+    ->Args({2, 512, 1024, 3072, kBf16})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Every product of one Qwen3-0.6B decode step, in the model's order and shapes (28 layers of
+// q/k/v, o, gate/up and down, then the LM head), 2 threads: args T, weight dtype. Set against
+// `qwen3 bench`'s tgN it splits a step into products and the rest (attention, norms, hand-offs).
+void BM_DecodeProducts(benchmark::State& state) {
+  const int T = state.range(0);
+  const DType dtype = static_cast<DType>(state.range(1));
+  std::vector<Shape> shapes;
+  for (int l = 0; l < 28; ++l) shapes.insert(shapes.end(), {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}});
+  shapes.push_back({151936, 1024});
+  auto rt = make_runtime("auto", 2);
+  const io::HugePageBuffer w = weights_of(*rt, dtype, shapes);
+  std::vector<float> x(size_t(T) * 3072, 0.5f), y(size_t(T) * 151936);
+  for (auto _ : state) {
+    size_t at = 0;
+    for (const Shape& s : shapes) {
+      matmul(*rt, x.data(), T, {dtype, w.data() + at, s.N, s.K}, y.data());
+      at += row_bytes(dtype, size_t(s.N) * s.K);
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetLabel(dtype_name(dtype));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
+  state.counters["steps/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_DecodeProducts)
+    ->Args({1, kBf16})
+    ->Args({8, kBf16})
+    ->Args({1, kQ8})
+    ->Args({1, kQ4})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
