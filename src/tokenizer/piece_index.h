@@ -17,6 +17,7 @@ class PieceIndex {
   void insert(std::string_view key, int32_t id);
   // The id of key, or -1.
   int32_t find(std::string_view key) const;
+  size_t size() const { return size_; }  // distinct keys
 
  private:
   struct Slot {

@@ -173,8 +173,8 @@ using MergePieces = std::vector<std::pair<std::string_view, std::string_view>>; 
 
 // The ids of merges [begin, end): three lookups each, the bulk of a load (cache misses into a
 // 151k-entry index), so the two halves of the list are resolved on two threads.
-void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces& pieces, size_t begin, size_t end,
-                    std::vector<Merge>& ranked) {
+void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces& pieces, bool unique, size_t begin,
+                    size_t end, std::vector<Merge>& ranked) {
   auto lookup = [&](std::string_view piece, size_t rank) {
     TokenId id = t.piece_ids.find(piece);
     if (id < 0) {
@@ -185,8 +185,15 @@ void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces
   std::string joined;
   for (size_t rank = begin; rank < end; ++rank) {
     const auto& [left, right] = pieces[rank];
-    joined.assign(left).append(right);
-    ranked[rank] = {lookup(left, rank), lookup(right, rank), lookup(joined, rank)};
+    // BPE training appends each merge's result to the vocabulary, so merge r's result is usually
+    // the id after merge r - 1's: checked by its spelling, which (no spelling used twice) is the
+    // lookup's answer, without a third probe of the index.
+    const TokenId next = rank > begin ? ranked[rank - 1].merged + 1 : -1;
+    std::string_view spelled = t.known(next) ? t.piece(next) : std::string_view();
+    const bool follows = unique && spelled.size() == left.size() + right.size() && spelled.starts_with(left) &&
+                         spelled.ends_with(right);
+    if (!follows) joined.assign(left).append(right);
+    ranked[rank] = {lookup(left, rank), lookup(right, rank), follows ? next : lookup(joined, rank)};
   }
 }
 
@@ -214,11 +221,13 @@ void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
     pieces.emplace_back(left, right);
   }
   std::vector<Merge> ranked(pieces.size());
+  const bool unique = t.piece_ids.size() == size_t(std::count_if(t.entries.begin(), t.entries.end(),
+                                                                  [](const auto& e) { return e.known; }));
   const size_t half = pieces.size() / 2;
-  auto first = std::async(std::launch::async, [&] { resolve_merges(t, r, pieces, 0, half, ranked); });
+  auto first = std::async(std::launch::async, [&] { resolve_merges(t, r, pieces, unique, 0, half, ranked); });
   std::exception_ptr second;
   try {
-    resolve_merges(t, r, pieces, half, pieces.size(), ranked);
+    resolve_merges(t, r, pieces, unique, half, pieces.size(), ranked);
   } catch (...) {
     second = std::current_exception();
   }

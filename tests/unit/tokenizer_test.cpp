@@ -247,6 +247,25 @@ TEST_F(TokenizerFiles, ModelTypeIsNotBpe) {
   EXPECT_NE(std::string(e.what()).find("WordPiece"), std::string::npos) << e.what();
 }
 
+TEST_F(TokenizerFiles, MergeResultsNeedNotBeConsecutiveIds) {
+  // Qwen's merge r makes token 256 + r, which the loader takes as a shortcut; a vocabulary
+  // numbered otherwise must load the same merges. Here " C" and " st" (356, 357) trade ids.
+  std::ifstream in(test::fixtures() / "tokenizer.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["model"]["vocab"]["ĠC"] = 357;
+  j["model"]["vocab"]["Ġst"] = 356;
+  write("tokenizer.json", j.dump());
+  const Tokenizer swapped = Tokenizer::load(dir_);
+  std::vector<std::string> texts = {" C st", "A C string, a star, st C"};
+  for (const auto& c : reference()["encode"]) texts.push_back(c["text"]);
+  for (const std::string& text : texts) {
+    std::vector<TokenId> expected = tokenizer().encode(text);
+    for (TokenId& id : expected) id = id == 356 ? 357 : id == 357 ? 356 : id;
+    EXPECT_EQ(swapped.encode(text), expected) << text;
+  }
+  EXPECT_EQ(swapped.encode(" C st"), (std::vector<TokenId>{357, 356}));
+}
+
 TEST_F(TokenizerFiles, MergeOfUnknownPiece) {
   std::ifstream in(test::fixtures() / "tokenizer.json");
   nlohmann::json j = nlohmann::json::parse(in);
