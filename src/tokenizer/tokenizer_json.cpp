@@ -171,8 +171,8 @@ void load_vocab_and_added(Tokenizer::Impl& t, const Reader& r, element root) {
 
 using MergePieces = std::vector<std::pair<std::string_view, std::string_view>>;  // left, right
 
-// The ids of merges [begin, end): three lookups each, the bulk of a load (cache misses into a
-// 151k-entry index), so the two halves of the list are resolved on two threads.
+// The ids of merges [begin, end): two or three lookups each, the bulk of a load (cache misses
+// into a 151k-entry index), so the two halves of the list are resolved on two threads.
 void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces& pieces, bool unique, size_t begin,
                     size_t end, std::vector<Merge>& ranked) {
   auto lookup = [&](std::string_view piece, size_t rank) {
@@ -189,7 +189,7 @@ void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces
     // the id after merge r - 1's: checked by its spelling, which (no spelling used twice) is the
     // lookup's answer, without a third probe of the index.
     const TokenId next = rank > begin ? ranked[rank - 1].merged + 1 : -1;
-    std::string_view spelled = t.known(next) ? t.piece(next) : std::string_view();
+    const std::string_view spelled = t.known(next) ? t.piece(next) : std::string_view();
     const bool follows = unique && spelled.size() == left.size() + right.size() && spelled.starts_with(left) &&
                          spelled.ends_with(right);
     if (!follows) joined.assign(left).append(right);
