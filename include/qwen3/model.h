@@ -92,7 +92,7 @@ class Sequence {
   friend class Model;
   void reserve(int tokens);
   int layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
-  int element_bytes_ = 4;  // 4: f32, 2: f16 (the model's LoadOptions::kv_cache)
+  int element_bytes_ = 4;  // 4: f32, 2: f16 (Model::kv_element_bytes)
   int length_ = 0, max_context_ = 0, capacity_ = 0;
   // Per layer [kv_heads, capacity, head_dim]: each head's positions together, so attention reads
   // them as one matrix; keys in blocks of 16 positions, dimension-major within a block (see
@@ -138,7 +138,9 @@ class Model {
   struct Impl;
 
  private:
+  friend class Sequence;
   Model() = default;
+  int kv_element_bytes() const;  // bytes per key or value element of this model's sequences
   ModelConfig config_;
   std::string name_;
   std::unique_ptr<Impl> impl_;

@@ -209,6 +209,7 @@ const char* Model::isa() const { return ops::isa_name(*impl_->rt); }
 int Model::threads() const { return ops::thread_count(*impl_->rt); }
 uint64_t Model::weight_bytes() const { return impl_->w.bytes_per_token(); }
 const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
+int Model::kv_element_bytes() const { return static_cast<int>(row_bytes(impl_->kv_cache, 1)); }
 
 std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, const Observer* observer) {
   std::vector<std::vector<float>> logits;
@@ -225,7 +226,7 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
     if (!item.sequence) throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
     const Sequence& s = *item.sequence;
     if (s.layers_ != config_.num_hidden_layers || s.kv_heads_ != config_.num_key_value_heads ||
-        s.head_dim_ != config_.head_dim || size_t(s.element_bytes_) != row_bytes(impl_->kv_cache, 1))
+        s.head_dim_ != config_.head_dim || s.element_bytes_ != kv_element_bytes())
       throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
     if (!seen.insert(&s).second) throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
     if (item.tokens.empty()) throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");

@@ -1,7 +1,6 @@
 // A sequence's KV cache: grows with the tokens it holds, up to its maximum context.
 #include <algorithm>
 #include <string>
-#include <string_view>
 
 #include "qwen3/error.h"
 #include "ops/key_layout.h"
@@ -34,7 +33,7 @@ Sequence::Sequence(const Model& model, int max_context) {
   layers_ = c.num_hidden_layers;
   kv_heads_ = c.num_key_value_heads;
   head_dim_ = c.head_dim;
-  element_bytes_ = std::string_view(model.kv_cache()) == "f16" ? 2 : 4;
+  element_bytes_ = model.kv_element_bytes();
   k_.resize(layers_);
   v_.resize(layers_);
 }
