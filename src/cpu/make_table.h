@@ -14,23 +14,22 @@ namespace qwen3::cpu {
 // tiles of S::MR rows over W panels kept in L2. Long prompts: packed panels. All give the same bits.
 template <class S, class W>
 void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
-  if (T <= S::MR_batch) return row_group_of<S, W, S::MR_batch>(T, x, K, w, n0, n1, y, ldy);
+  if (T <= S::MR_batch) return row_group_of<S, W, S::MR_batch>(T, x, size_t(T) * k_step<S, W>(), K, w, n0, n1, y, ldy);
   if (T >= S::packed_min_tokens) return packed_matmul<S, W>(x, T, K, w, n0, n1, y, ldy);
   blocked<S, W, S::MR>(x, T, K, w, n0, n1, y, ldy);
 }
 
-// x as matmul<S, W> reads it for T rows: packed in token tiles for packed panels; bf16 pairs
-// reordered for the dot tiles; f32 and f16 as they are.
+// x as matmul<S, W> reads it for T rows: packed in token tiles for packed panels, interleaved
+// in chunks for the dot tiles.
 template <class S, class W>
 void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
   if (T >= S::packed_min_tokens) return pack_rows<S, W>(x, K, t0, t1, out);
-  if constexpr (kPaired<W>) pair_permute<S>(x + size_t(t0) * K, t1 - t0, K, out + size_t(t0) * K);
-  else std::copy(x + size_t(t0) * K, x + size_t(t1) * K, out + size_t(t0) * K);
+  interleave_rows<S, W>(x, T, K, t0, t1, out);
 }
 
 template <class S>
-size_t prepared_floats(int T, int K) {
-  return T >= S::packed_min_tokens ? packed_x_floats<S>(T, K) : size_t(T) * K;
+size_t prepared_floats(int T, int K) {  // any dtype's: rows padded to whole chunks of at most 2 x lanes
+  return T >= S::packed_min_tokens ? packed_x_floats<S>(T, K) : size_t(T) * (K + 2 * S::lanes);
 }
 
 template <class S>

@@ -69,17 +69,30 @@ inline void in_register(V& v) {
   asm("" : "+v"(v));
 }
 
+// acc[c] += xv * w[c] for a tile's NR W vectors, xv pinned to a register and kept there to the
+// end: else the last multiply-add writes over it, the accumulators change registers, and each
+// step pays a copy per row to move them back (8-token decode 6% slower).
+template <class S, int NR>
+inline void fma_row(typename S::V xv, const typename S::V* w, typename S::V* acc) {
+  in_register(xv);
+  for (int c = 0; c < NR; ++c) acc[c] = S::fma(xv, w[c], acc[c]);
+  asm volatile("" : : "v"(xv));
+}
+
 // An MR x NR block of outputs. Each output accumulates lane-wise over K in steps of S::lanes,
 // then sums the lanes (hsum, a fixed tree), then adds the K % lanes tail in order: the same
-// sequence of operations for every tile shape, so batching never changes a result.
+// sequence of operations for every tile shape, so batching never changes a result. x is the
+// tile's first row in interleave_rows' layout, each chunk xs floats after the one before.
 template <class S, class W, int MR, int NR>
-inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy) {
+inline void tile(const float* x, size_t xs, int K, const void* w, int n, float* y, int ldy) {
+  constexpr int ks = k_step<S, W>();
   using V = typename S::V;
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
-  const int kv = K - K % k_step<S, W>();
-  for (int k = 0; k < kv; k += k_step<S, W>()) {
+  const int kv = K - K % ks;
+  const float* xk = x;  // chunk k / ks
+  for (int k = 0; k < kv; k += ks, xk += xs) {
     for (int c = 0; c < NR; ++c) {  // weight rows stream from memory: fetch them well ahead
       const char* row = static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>();
       _mm_prefetch(row + kPrefetchBytes, _MM_HINT_T0);
@@ -89,24 +102,12 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
     if constexpr (kPaired<W>) {
       const uint16_t* wb = static_cast<const uint16_t*>(w);
       for (int c = 0; c < NR; ++c) wv[c] = S::bf16_even(S::load_pairs(wb + size_t(n + c) * K + k));
-      for (int r = 0; r < MR; ++r) {
-        V xv = S::load(x + size_t(r) * K + k);
-        in_register(xv);
-        for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
-      }
+      for (int r = 0; r < MR; ++r) fma_row<S, NR>(S::load(xk + r * ks), wv, acc[r]);
       for (int c = 0; c < NR; ++c) wv[c] = S::bf16_odd(S::load_pairs(wb + size_t(n + c) * K + k));
-      for (int r = 0; r < MR; ++r) {
-        V xv = S::load(x + size_t(r) * K + k + S::lanes);
-        in_register(xv);
-        for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
-      }
+      for (int r = 0; r < MR; ++r) fma_row<S, NR>(S::load(xk + r * ks + S::lanes), wv, acc[r]);
     } else {
       for (int c = 0; c < NR; ++c) wv[c] = load_w<S, W>(w, size_t(n + c) * K + k);
-      for (int r = 0; r < MR; ++r) {
-        V xv = S::load(x + size_t(r) * K + k);
-        in_register(xv);
-        for (int c = 0; c < NR; ++c) acc[r][c] = S::fma(xv, wv[c], acc[r][c]);
-      }
+      for (int r = 0; r < MR; ++r) fma_row<S, NR>(S::load(xk + r * ks), wv, acc[r]);
     }
   }
   float sums[MR * NR];  // hsum of each accumulator, `lanes` of them at a time where there are that many
@@ -117,44 +118,61 @@ inline void tile(const float* x, int K, const void* w, int n, float* y, int ldy)
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) {
       float s = sums[r * NR + c];
-      for (int k = kv; k < K; ++k) s = std::fma(x[size_t(r) * K + k], scalar_w<W>(w, size_t(n + c) * K + k), s);
+      for (int k = kv; k < K; ++k) s = std::fma(xk[r * ks + k - kv], scalar_w<W>(w, size_t(n + c) * K + k), s);
       y[size_t(r) * ldy + n + c] = s;
     }
 }
 
 // MR rows of x against W rows [n0, n1) in tiles of NR rows.
 template <class S, class W, int MR, int NR>
-inline void row_group(const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
+inline void row_group(const float* x, size_t xs, int K, const void* w, int n0, int n1, float* y, int ldy) {
   int n = n0;
-  for (; n + NR <= n1; n += NR) tile<S, W, MR, NR>(x, K, w, n, y, ldy);
-  for (; n < n1; ++n) tile<S, W, MR, 1>(x, K, w, n, y, ldy);
+  for (; n + NR <= n1; n += NR) tile<S, W, MR, NR>(x, xs, K, w, n, y, ldy);
+  for (; n < n1; ++n) tile<S, W, MR, 1>(x, xs, K, w, n, y, ldy);
 }
 
 // row_group for a number of rows known only at run time (1 .. MR). Without NR, tiles take as many
 // W rows as the registers hold (S::nr): with few rows of x, the W rows in flight set the memory
 // parallelism.
 template <class S, class W, int MR, int NR = 0>
-inline void row_group_of(int rows, const float* x, int K, const void* w, int n0, int n1, float* y, int ldy) {
+inline void row_group_of(int rows, const float* x, size_t xs, int K, const void* w, int n0, int n1, float* y,
+                         int ldy) {
   if constexpr (MR > 0) {
-    if (rows == MR) return row_group<S, W, MR, NR ? NR : S::nr(MR)>(x, K, w, n0, n1, y, ldy);
-    row_group_of<S, W, MR - 1, NR>(rows, x, K, w, n0, n1, y, ldy);
+    if (rows == MR) return row_group<S, W, MR, NR ? NR : S::nr(MR)>(x, xs, K, w, n0, n1, y, ldy);
+    row_group_of<S, W, MR - 1, NR>(rows, x, xs, K, w, n0, n1, y, ldy);
   }
 }
 
-// x with each full chunk of 2 x lanes reordered as its even elements, then its odd ones; the
-// tail stays in place: the layout the bf16 kernels read.
+// Rows of x per interleaved group (see interleave_rows): decode's rows all in one, a short
+// prompt's in groups of the tiles' height.
 template <class S>
-void pair_permute(const float* x, int T, int K, float* out) {
-  const int chunk = 2 * S::lanes, kv = K - K % chunk;
-  for (int t = 0; t < T; ++t) {
+constexpr int x_group(int T) {
+  return T <= S::MR_batch ? T : S::MR;
+}
+
+// x as the dot tiles read it. Rows go in groups of x_group(T) (the last may be shorter); a group
+// holds chunk c of each of its rows together, [chunks][rows][ks] for chunks of ks = k_step
+// elements (the K % ks tail a last, partly filled chunk). A tile, one group, then finds its rows
+// a constant distance apart and addresses them from one register (rows K apart took a register
+// each, and 8-row tiles spilled). bf16 chunks hold their even elements, then their odd ones; the
+// tail stays in order.
+template <class S, class W>
+void interleave_rows(const float* x, int T, int K, int t0, int t1, float* out) {
+  constexpr int ks = k_step<S, W>();
+  const int G = x_group<S>(T), chunks = (K + ks - 1) / ks, kv = K - K % ks;
+  for (int t = t0; t < t1; ++t) {
+    const int g0 = t - t % G, rows = std::min(G, T - g0);
     const float* src = x + size_t(t) * K;
-    float* dst = out + size_t(t) * K;
-    for (int k = 0; k < kv; k += chunk)
-      for (int i = 0; i < S::lanes; ++i) {
-        dst[k + i] = src[k + 2 * i];
-        dst[k + S::lanes + i] = src[k + 2 * i + 1];
-      }
-    for (int k = kv; k < K; ++k) dst[k] = src[k];
+    for (int k = 0; k < K; k += ks) {
+      float* dst = out + (size_t(g0) * chunks + size_t(k / ks) * rows + t - g0) * ks;
+      if (kPaired<W> && k < kv)
+        for (int i = 0; i < S::lanes; ++i) {
+          dst[i] = src[k + 2 * i];
+          dst[S::lanes + i] = src[k + 2 * i + 1];
+        }
+      else
+        std::copy(src + k, src + std::min(K, k + ks), dst);
+    }
   }
 }
 
@@ -163,7 +181,9 @@ void pair_permute(const float* x, int T, int K, float* out) {
 // at a time (the tile's x stays in L1: measured 11% faster than tiles sharing NR rows of W).
 template <class S, class W, int MR>
 void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
-  constexpr int kTokenBlock = MR * (64 / MR), NR = S::nr(MR);
+  constexpr int kTokenBlock = MR * (64 / MR), NR = S::nr(MR), ks = k_step<S, W>();
+  static_assert(x_group<S>(S::MR_batch + 1) == MR);  // x in groups of MR rows (interleave_rows)
+  const size_t row_floats = size_t(K + ks - 1) / ks * ks;  // of x as interleaved
   constexpr size_t kPanelBytes = size_t(512) << 10;
   const int NP = std::max(NR, int(kPanelBytes / (size_t(K) * sizeof_w<W>())) / NR * NR);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
@@ -171,8 +191,10 @@ void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float*
     for (int nb = n0; nb < n1; nb += NP) {
       const int ne = nb + NP < n1 ? nb + NP : n1;
       int t = t0;
-      for (; t + MR <= t1; t += MR) row_group<S, W, MR, NR>(x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
-      if (t < t1) row_group_of<S, W, MR - 1, NR>(t1 - t, x + size_t(t) * K, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+      for (; t + MR <= t1; t += MR)
+        row_group<S, W, MR, NR>(x + t * row_floats, MR * ks, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+      if (t < t1)  // the last rows of x: its last, shorter group
+        row_group_of<S, W, MR - 1, NR>(t1 - t, x + t * row_floats, (t1 - t) * ks, K, w, nb, ne, y + size_t(t) * ldy, ldy);
     }
   }
 }

@@ -21,8 +21,8 @@ struct Avx512 {
   // 2 x lanes bf16 values as 32-bit pairs; of those, the even elements (a shift), the odd (a mask).
   static V load_pairs(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_loadu_si512(p)); }
   static V bf16_even(V pairs) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(pairs), 16)); }
-  static V bf16_odd(V pairs) {
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(pairs), _mm512_set1_epi32(int(0xffff0000u))));
+  static V bf16_odd(V pairs) {  // a masked move, not an AND: no register held for the mask
+    return _mm512_castsi512_ps(_mm512_maskz_mov_epi16(0xaaaaaaaau, _mm512_castps_si512(pairs)));
   }
   static V load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
