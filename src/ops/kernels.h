@@ -23,8 +23,9 @@ using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int3
 struct KernelTable {
   const char* name;
   // Indexed by DType: f32, f16, bf16. Each reads x as prepare_x of its dtype writes it for the
-  // product's T rows: bf16 pairs reordered for few rows, every dtype packed in token tiles for
-  // many (sizes in prepared_floats). Rows [t0, t1) of T can be prepared in any split, in parallel.
+  // product's T rows: interleaved in chunks for few rows (bf16 pairs reordered), packed in token
+  // tiles for many (sizes in prepared_floats). Rows [t0, t1) of T can be prepared in any split,
+  // in parallel.
   MatmulKernel matmul[3];
   void (*prepare_x[3])(const float* x, int T, int K, int t0, int t1, float* out);
   size_t (*prepared_floats)(int T, int K);

@@ -17,7 +17,8 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   cmd.add_flag_callback(
       "--no-mmap", [this] { options.mmap = false; },
       "Read the weights into huge-page memory instead of mapping the file: slower start; faster decode "
-      "where the page cache holds the file in 4 KiB pages (bench prints the share in 2 MiB pages)");
+      "where the page cache holds the file in 4 KiB pages (bench prints the share in 2 MiB pages) or "
+      "its memory is slower (some VMs: compare bench with and without it)");
 }
 
 }  // namespace qwen3::cli
