@@ -71,7 +71,7 @@ inline void in_register(V& v) {
 
 // acc[c] += xv * w[c] for a tile's NR W vectors, xv pinned to a register and kept there to the
 // end: else the last multiply-add writes over it, the accumulators change registers, and each
-// step pays a copy per row to move them back (8-token decode 6% slower).
+// step pays a copy per row to move them back (8-token decode about 4% slower).
 template <class S, int NR>
 inline void fma_row(typename S::V xv, const typename S::V* w, typename S::V* acc) {
   in_register(xv);
