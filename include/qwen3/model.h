@@ -52,7 +52,8 @@ struct LoadOptions {
   bool mmap = true;
   // "f32" or "f16": how each sequence's KV cache holds keys and values. f16 halves the cache's
   // memory and what attention reads per token (decode at long contexts), at a small accuracy cost.
-  std::string kv_cache = "f32";
+  // "auto": f16 for quantized (q8/q4) layers, whose own error is far larger; f32 for float ones.
+  std::string kv_cache = "auto";
 };
 
 class Model;

@@ -195,12 +195,14 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   m->config_ = ModelConfig::load(dir);
   m->name_ = std::filesystem::absolute(dir).lexically_normal().filename().string();
   if (m->name_.empty()) m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
-  if (options.kv_cache != "f32" && options.kv_cache != "f16")
-    throw Error(ErrorKind::invalid_argument, "KV cache type must be f32 or f16, got '" + options.kv_cache + "'");
+  if (options.kv_cache != "auto" && options.kv_cache != "f32" && options.kv_cache != "f16")
+    throw Error(ErrorKind::invalid_argument, "KV cache type must be auto, f32 or f16, got '" + options.kv_cache + "'");
   ops::RuntimePtr rt = ops::make_runtime(options.isa, options.threads);
   Weights w = load_weights(dir, m->config_, !options.mmap);
   if (!options.quant.empty()) quantize_weights(w, parse_quant_type(options.quant), options.keep_head, *rt);
-  m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt), options.kv_cache == "f16" ? DType::f16 : DType::f32);
+  const bool f16 = options.kv_cache == "f16" ||
+                   (options.kv_cache == "auto" && is_block_quantized(w.layers.front().q_proj.dtype));
+  m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt), f16 ? DType::f16 : DType::f32);
   return m;
 }
 

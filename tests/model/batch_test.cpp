@@ -154,6 +154,13 @@ TEST(Batch, AnF16CacheHoldsHalfTheBytesAndStaysWithItsModel) {
   EXPECT_THROW(Model::load(test::untied_model(), {.kv_cache = "q8"}), Error);
 }
 
+TEST(Batch, TheDefaultCacheIsF16ForQuantizedLayersOnly) {
+  EXPECT_STREQ(Model::load(test::untied_model(), {.quant = "q8"})->kv_cache(), "f16");
+  EXPECT_STREQ(Model::load(test::tiny_model(), {.quant = "q4", .keep_head = true})->kv_cache(), "f16");
+  EXPECT_STREQ(Model::load(test::untied_model(), {.quant = "q4", .kv_cache = "f32"})->kv_cache(), "f32");
+  EXPECT_STREQ(Model::load(test::tiny_model(), {.kv_cache = "auto"})->kv_cache(), "f32");
+}
+
 TEST(Batch, TruncateRewindsTheCache) {
   auto m = Model::load(test::untied_model());
   auto p = prompt(12, 9);

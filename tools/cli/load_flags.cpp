@@ -10,9 +10,10 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
       ->check(CLI::IsMember({"q8", "q4"}));
   cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");
   cmd.add_option("--kv-cache", options.kv_cache,
-                 "KV cache element type: f32 (exact), or f16 (half the memory and attention reads: faster decode at "
-                 "long contexts; logits move by about 1e-3 to 1e-2)")
-      ->check(CLI::IsMember({"f32", "f16"}))
+                 "KV cache element type: f32 (exact), f16 (half the memory and attention reads: faster decode at "
+                 "long contexts; logits move by about 1e-3 to 1e-2), or auto: f16 for q8/q4 weights (lost "
+                 "in their quantization error), f32 for float ones")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}))
       ->capture_default_str();
   cmd.add_flag_callback(
       "--no-mmap", [this] { options.mmap = false; },
