@@ -14,7 +14,7 @@
 
 namespace qwen3::io {
 
-MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory) : path_(path) {
+MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory, size_t padding) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw Error(ErrorKind::io, path.string() + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st {};
@@ -25,7 +25,7 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory)
   size_ = static_cast<size_t>(st.st_size);
   if (read_into_memory && size_ > 0) {
     try {
-      copy_ = HugePageBuffer(size_);
+      copy_ = HugePageBuffer(size_ + padding);
     } catch (...) {
       ::close(fd);
       throw;
@@ -42,10 +42,18 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory)
     }
     data_ = copy_.data();
   } else if (size_ > 0) {
-    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // With padding, zero pages are reserved first and the file is mapped over their start.
+    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    mapped_ = (size_ + padding + page - 1) / page * page;
+    void* reserved = padding ? ::mmap(nullptr, mapped_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : nullptr;
+    void* p = reserved == MAP_FAILED
+                  ? MAP_FAILED
+                  : ::mmap(reserved, size_, PROT_READ, MAP_PRIVATE | (reserved ? MAP_FIXED : 0), fd, 0);
     if (p == MAP_FAILED) {
+      const int err = errno;
+      if (reserved && reserved != MAP_FAILED) ::munmap(reserved, mapped_);
       ::close(fd);
-      throw Error(ErrorKind::io, path.string() + ": cannot map (" + std::strerror(errno) + ")");
+      throw Error(ErrorKind::io, path.string() + ": cannot map (" + std::strerror(err) + ")");
     }
     data_ = static_cast<const uint8_t*>(p);
     // Pages read from disk into this map come in 2 MiB folios, mapped as 2 MiB pages (see
@@ -56,13 +64,14 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory)
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_), copy_(std::move(other.copy_)) {
+    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_), mapped_(other.mapped_),
+      copy_(std::move(other.copy_)) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
 
 MappedFile::~MappedFile() {
-  if (data_ && !copy_.data()) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ && !copy_.data()) ::munmap(const_cast<uint8_t*>(data_), mapped_);
 }
 
 }  // namespace qwen3::io

@@ -13,7 +13,8 @@ namespace qwen3::io {
 class MappedFile {
  public:
   // Throws io Error naming the file.
-  explicit MappedFile(const std::filesystem::path& path, bool read_into_memory = false);
+  // `padding` zero bytes are readable past the end of a map (parsers that read in whole vectors).
+  explicit MappedFile(const std::filesystem::path& path, bool read_into_memory = false, size_t padding = 0);
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&&) = delete;
   MappedFile(const MappedFile&) = delete;
@@ -27,6 +28,7 @@ class MappedFile {
   std::filesystem::path path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t mapped_ = 0;  // bytes mapped: size_ and the padding, in whole pages
   HugePageBuffer copy_;  // holds the bytes when read into memory; data_ is then a map otherwise
 };
 

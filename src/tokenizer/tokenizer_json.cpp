@@ -10,6 +10,7 @@
 #include <future>
 #include <utility>
 
+#include "io/mapped_file.h"
 #include "qwen3/error.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenize.h"
@@ -266,11 +267,10 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer_json(const std::filesystem::path
   Reader r(file);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) r.fail(ErrorKind::io, "no such file");
-  simdjson::padded_string text;
-  if (simdjson::padded_string::load(file.string()).get(text)) r.fail(ErrorKind::io, "cannot read");
+  io::MappedFile text(file, false, simdjson::SIMDJSON_PADDING);
   simdjson::dom::parser parser;
   element root;
-  if (auto err = parser.parse(text).get(root)) {
+  if (auto err = parser.parse(reinterpret_cast<const char*>(text.data()), text.size(), false).get(root)) {
     r.fail(ErrorKind::format, std::string("malformed JSON: ") + simdjson::error_message(err));
   }
   if (root.type() != element_type::OBJECT) r.fail(ErrorKind::format, "not a JSON object");
