@@ -50,9 +50,9 @@ struct LoadOptions {
   // the file in 2 MiB folios, see drop_from_page_cache). false: read them into huge-page memory
   // (slower start; 4-15% faster decode than a map of a file cached in 4 KiB pages).
   bool mmap = true;
-  // "f32" or "f16": how each sequence's KV cache holds keys and values. f16 halves the cache's
-  // memory and what attention reads per token (decode at long contexts), at a small accuracy cost.
-  // "auto": f16 for quantized (q8/q4) layers, whose own error is far larger; f32 for float ones.
+  // How each sequence's KV cache holds keys and values: "f32", or "f16", which halves the cache's
+  // memory and what attention reads per token (decode at long contexts) at a small accuracy cost;
+  // "auto" takes f16 for quantized (q8/q4) layers, whose own error is far larger, f32 for float ones.
   std::string kv_cache = "auto";
 };
 
