@@ -7,7 +7,8 @@
 // that take them), weighted_rows (rows per weighted_sum tile), registers (vector registers), add,
 // sub, mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
 // zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_f16,
-// load_pairs, bf16_even / bf16_odd (see below), transpose(V[lanes]) (v[i] becomes lane i of every
+// load_pairs, bf16_even / bf16_odd (see below), deinterleave(a, b, even, odd) (the even- and the
+// odd-indexed elements of the 2 x lanes floats a, b), transpose(V[lanes]) (v[i] becomes lane i of every
 // v), fma(a, b, acc), hsum(V) (folding the lanes in halves: (i, i + lanes/2) first),
 // hsum_lanes(V[lanes]) (lane j = hsum(v[j]), bit for bit).
 //
@@ -165,12 +166,12 @@ void interleave_rows(const float* x, int T, int K, int t0, int t1, float* out) {
     const float* src = x + size_t(t) * K;
     for (int k = 0; k < K; k += ks) {
       float* dst = out + (size_t(g0) * chunks + size_t(k / ks) * rows + t - g0) * ks;
-      if (kPaired<W> && k < kv)
-        for (int i = 0; i < S::lanes; ++i) {
-          dst[i] = src[k + 2 * i];
-          dst[S::lanes + i] = src[k + 2 * i + 1];
-        }
-      else
+      if (kPaired<W> && k < kv) {
+        typename S::V even, odd;
+        S::deinterleave(S::load(src + k), S::load(src + k + S::lanes), even, odd);
+        S::store(dst, even);
+        S::store(dst + S::lanes, odd);
+      } else
         std::copy(src + k, src + std::min(K, k + ks), dst);
     }
   }
