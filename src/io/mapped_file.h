@@ -13,7 +13,8 @@ namespace qwen3::io {
 class MappedFile {
  public:
   // Throws io Error naming the file.
-  // `padding` zero bytes are readable past the end of a map (parsers that read in whole vectors).
+  // `padding` zero bytes are readable past the file's last byte (parsers that read in whole
+  // vectors); an empty file has no bytes and data() is null.
   explicit MappedFile(const std::filesystem::path& path, bool read_into_memory = false, size_t padding = 0);
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&&) = delete;

@@ -238,6 +238,13 @@ TEST_F(TokenizerFiles, MalformedJson) {
   EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos) << e.what();
 }
 
+TEST_F(TokenizerFiles, EmptyFile) {  // mapped, it has no bytes to read: the parser is given none
+  write("tokenizer.json", "");
+  Error e = load_error();
+  EXPECT_EQ(e.kind(), ErrorKind::format);
+  EXPECT_NE(std::string(e.what()).find("malformed JSON"), std::string::npos) << e.what();
+}
+
 TEST_F(TokenizerFiles, ModelTypeIsNotBpe) {
   write("tokenizer.json",
         R"({"normalizer": null, "pre_tokenizer": null, "decoder": null, "added_tokens": [],
