@@ -197,7 +197,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   if (m->name_.empty()) m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
   if (options.kv_cache != "auto" && options.kv_cache != "f32" && options.kv_cache != "f16")
     throw Error(ErrorKind::invalid_argument, "KV cache type must be auto, f32 or f16, got '" + options.kv_cache + "'");
-  ops::RuntimePtr rt = ops::make_runtime(options.isa, options.threads);
+  ops::RuntimePtr rt = ops::make_runtime(options.isa, options.threads, options.activations);
   Weights w = load_weights(dir, m->config_, !options.mmap);
   if (!options.quant.empty()) quantize_weights(w, parse_quant_type(options.quant), options.keep_head, *rt);
   const bool f16 = options.kv_cache == "f16" ||

@@ -56,14 +56,19 @@ struct KernelTable {
 KernelTable with_reference_quant(KernelTable t);
 KernelTable with_avx2_quant(KernelTable t);
 KernelTable with_avx512_quant(KernelTable t);  // VNNI's dpbusd where the CPU has it
+// bf16 weights' products with x rounded to bf16, as AVX512_BF16 dot products (--activations bf16).
+KernelTable with_avx512_bf16_dot(KernelTable t);
 
 const KernelTable& reference_kernels();  // plain loops: the oracle, and the fallback
 // Only call these where cpu_supports() says so: their code uses the instruction set.
 const KernelTable& avx2_kernels();    // needs AVX2 + FMA + F16C
 const KernelTable& avx512_kernels();  // needs AVX-512 F/BW/VL/DQ + FMA + F16C
-bool cpu_supports(std::string_view isa);
+const KernelTable& avx512_bf16_kernels();  // avx512_kernels with bf16 activations: needs AVX512_BF16 too
+bool cpu_supports(std::string_view isa);  // "scalar", "avx2", "avx512", "avx512-bf16"
 
-// "auto" picks the widest the CPU has; "avx512", "avx2", "scalar" force one (an error when absent).
-const KernelTable& select_kernels(std::string_view isa);
+// isa: "auto" picks the widest the CPU has; "avx512", "avx2", "scalar" force one (an error when
+// absent). activations (how bf16 weights' products take x): "f32" exact, "bf16" rounded for
+// AVX512_BF16 dot products (an error where the CPU or the chosen isa has none).
+const KernelTable& select_kernels(std::string_view isa, std::string_view activations = "f32");
 
 }  // namespace qwen3::ops

@@ -24,11 +24,11 @@ class Runtime {
   std::vector<int32_t> xs; // [T, K / 32] their block sums
 };
 
-RuntimePtr make_runtime(std::string_view isa, int threads) {
+RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations) {
   if (threads < 0 || threads > 1024)
     throw Error(ErrorKind::invalid_argument, "threads must be between 0 and 1024, got " + std::to_string(threads));
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return RuntimePtr(new Runtime(select_kernels(isa), threads));
+  return RuntimePtr(new Runtime(select_kernels(isa, activations), threads));
 }
 
 void destroy(Runtime* runtime) { delete runtime; }

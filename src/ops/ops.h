@@ -37,8 +37,8 @@ struct RuntimeDeleter {
   void operator()(Runtime* r) const { destroy(r); }
 };
 using RuntimePtr = std::unique_ptr<Runtime, RuntimeDeleter>;
-// isa: "auto", "avx512", "avx2", "scalar"; threads: 0 = one per core. Throws on bad values.
-RuntimePtr make_runtime(std::string_view isa, int threads);
+// isa, activations: as select_kernels (ops/kernels.h); threads: 0 = one per core. Throws on bad values.
+RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations = "f32");
 const char* isa_name(const Runtime& rt);
 int thread_count(const Runtime& rt);
 

@@ -9,6 +9,7 @@
 
 #include "ops/kernels.h"
 #include "ops/ops.h"
+#include "qwen3/error.h"
 
 namespace qwen3::ops {
 namespace {
@@ -17,6 +18,7 @@ std::vector<const KernelTable*> simd_tables() {
   std::vector<const KernelTable*> out;
   if (cpu_supports("avx2")) out.push_back(&avx2_kernels());
   if (cpu_supports("avx512")) out.push_back(&avx512_kernels());
+  if (cpu_supports("avx512-bf16")) out.push_back(&avx512_bf16_kernels());
   for (auto* t : out) std::printf("testing kernels: %s\n", t->name);
   return out;
 }
@@ -56,6 +58,9 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           Weights w = random_weights(dtype, size_t(N) * K + misalign, rng);
           std::vector<float> x(size_t(T) * K + misalign);
           for (auto& v : x) v = u(rng);
+          // The bf16-activations kernels round x to bf16 first: the reference then takes x so rounded.
+          if (kt == &avx512_bf16_kernels() && dtype == DType::bf16)
+            for (auto& v : x) v = bf16_to_f32(f32_to_bf16(v));
           const float sentinel = -12345.0f;
           std::vector<float> want(size_t(T) * ldy, sentinel), got(size_t(T) * ldy, sentinel);
           const float* xp = x.data() + misalign;
@@ -122,6 +127,21 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
 
 // x is prepared for one weight dtype per call: products of two dtypes in one call (a folder that
 // mixes them) give what each gives alone.
+// Without AVX512_BF16 in the CPU or the kernels asked for, bf16 activations are a clear error.
+TEST(MatmulKernel, Bf16ActivationsNeedAvx512Bf16) {
+  EXPECT_THROW(select_kernels("scalar", "bf16"), Error);
+  EXPECT_THROW(select_kernels("auto", "f16"), Error);
+  if (cpu_supports("avx2")) {
+    EXPECT_THROW(select_kernels("avx2", "bf16"), Error);
+  }
+  if (cpu_supports("avx512-bf16")) {
+    EXPECT_STREQ(select_kernels("auto", "bf16").name, "avx512-bf16");
+  } else {
+    EXPECT_THROW(select_kernels("auto", "bf16"), Error);
+  }
+  EXPECT_STREQ(select_kernels("scalar", "f32").name, "scalar");
+}
+
 TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);

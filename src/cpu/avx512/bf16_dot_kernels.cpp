@@ -1,0 +1,143 @@
+// Products with bf16 weights as AVX512_BF16 dot products, for --activations bf16: x is rounded to
+// bf16 (to nearest even) once per product, then each vdpbf16ps multiplies 32 pairs of x and W and
+// adds them into 16 float lanes: twice the multiply-adds per instruction of widening W to floats,
+// which is what bounds a prompt's products. Every output takes the same steps whatever the tile
+// (lane i sums elements 32c + 2i and 32c + 2i + 1 for chunk c = 0, 1, ..., then one fixed
+// reduction of the lanes), so batching and threading still change no result.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/avx512/avx512.h"
+#include "cpu/simd_kernels.h"
+#include "ops/kernels.h"
+
+namespace qwen3::cpu {
+
+namespace {
+
+constexpr int kChunk = 32;     // bf16 elements per vector
+constexpr int kBatchRows = 8;  // up to this many rows of x (decode, batched decode) go in one tile
+constexpr int kMR = 6;         // rows of x per tile for prompts
+
+int chunks_of(int K) { return (K + kChunk - 1) / kChunk; }
+
+// Rows of x per group of the prepared layout: all of decode's in one, a prompt's in tiles' worth.
+int group_rows(int T) { return T <= kBatchRows ? T : kMR; }
+
+// Rows [t0, t1) of x rounded to bf16 as the tiles read them: in groups of group_rows(T) rows,
+// each group [chunk][row][32 bf16], the last chunk zero-padded. One register then addresses a
+// tile's rows at constant offsets.
+void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
+  const int G = group_rows(T), chunks = chunks_of(K);
+  auto* o = reinterpret_cast<uint16_t*>(out);
+  for (int t = t0; t < t1; ++t) {
+    const int g0 = t - t % G, rows = std::min(G, T - g0);
+    const float* src = x + size_t(t) * K;
+    for (int c = 0; c < chunks; ++c) {
+      const int k = c * kChunk, n = std::min(kChunk, K - k);
+      const __mmask16 lo = _cvtu32_mask16((1u << std::min(n, 16)) - 1),
+                      hi = _cvtu32_mask16(n > 16 ? (1u << (n - 16)) - 1 : 0);
+      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + k + 16), _mm512_maskz_loadu_ps(lo, src + k));
+      _mm512_storeu_si512(o + (size_t(g0) * chunks + size_t(c) * rows + (t - g0)) * kChunk, (__m512i)v);
+    }
+  }
+}
+
+// acc[r][c] += x row r . W row c over one chunk (32 elements; of W, the first `left` of them).
+template <int MR, int NR, bool Stream>
+inline void chunk(const uint16_t* xc, const uint16_t* const* wr, int k, int left, __m512 (&acc)[MR][NR]) {
+  __m512i wv[NR];
+#pragma GCC unroll 8
+  for (int c = 0; c < NR; ++c) {
+    const uint16_t* at = wr[c] + k;
+    if constexpr (Stream) {  // W from memory, read once: fetch it well ahead
+      _mm_prefetch(reinterpret_cast<const char*>(at) + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(at) + kL2PrefetchBytes, _MM_HINT_T1);
+    }
+    wv[c] = left >= kChunk ? _mm512_loadu_si512(at) : _mm512_maskz_loadu_epi16(_cvtu32_mask32((1u << left) - 1), at);
+  }
+  // Unrolled, so that acc stays in registers (rolled, GCC keeps it on the stack: 40% slower).
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    __m512i xv = _mm512_loadu_si512(xc + r * kChunk);
+    in_register(xv);  // one load serves the NR products
+#pragma GCC unroll 8
+    for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], (__m512bh)xv, (__m512bh)wv[c]);
+  }
+}
+
+// MR rows of x (a group of `rows`, from its first row's chunk 0 at x) against W rows n .. n+NR-1.
+template <int MR, int NR, bool Stream>
+inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int n, float* y, int ldy) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
+  const uint16_t* wr[NR];
+  for (int c = 0; c < NR; ++c) wr[c] = w + size_t(n + c) * K;
+  const int full = K / kChunk;
+  for (int ch = 0; ch < full; ++ch) chunk<MR, NR, Stream>(x + size_t(ch) * rows * kChunk, wr, ch * kChunk, kChunk, acc);
+  if (K % kChunk)  // the tail: W's missing elements read as zero, as x's padding is
+    chunk<MR, NR, Stream>(x + size_t(full) * rows * kChunk, wr, full * kChunk, K % kChunk, acc);
+  float sums[MR * NR];  // the lanes summed as Avx512::hsum does, 16 accumulators at a time where there are
+  const __m512* flat = &acc[0][0];
+  int i = 0;
+  for (; i + 16 <= MR * NR; i += 16) _mm512_storeu_ps(sums + i, Avx512::hsum_lanes(flat + i));
+  for (; i < MR * NR; ++i) sums[i] = Avx512::hsum(flat[i]);
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NR; ++c) y[size_t(r) * ldy + n + c] = sums[r * NR + c];
+}
+
+template <int MR, int NR, bool Stream>
+void row_group(const uint16_t* x, int rows, int K, const uint16_t* w, int n0, int n1, float* y, int ldy) {
+  int n = n0;
+  for (; n + NR <= n1; n += NR) tile<MR, NR, Stream>(x, rows, K, w, n, y, ldy);
+  for (; n < n1; ++n) tile<MR, 1, Stream>(x, rows, K, w, n, y, ldy);
+}
+
+// row_group for a number of rows (1 .. MR) known only at run time.
+template <int MR, bool Stream>
+void row_group_of(int rows, const uint16_t* x, int K, const uint16_t* w, int n0, int n1, float* y, int ldy) {
+  if constexpr (MR > 0) {
+    if (rows == MR) return row_group<MR, Avx512::nr(MR), Stream>(x, rows, K, w, n0, n1, y, ldy);
+    row_group_of<MR - 1, Stream>(rows, x, K, w, n0, n1, y, ldy);
+  }
+}
+
+// Decode's rows in one tile, W streaming past once. A prompt's rows in blocks that stay in L2
+// while panels of W rows, also kept in L2, meet every group of the block.
+void matmul(const float* xf, int T, int K, const void* wv, int n0, int n1, float* y, int ldy) {
+  const auto* x = reinterpret_cast<const uint16_t*>(xf);
+  const auto* w = static_cast<const uint16_t*>(wv);
+  const size_t row = size_t(chunks_of(K)) * kChunk;  // bf16 elements of one prepared row
+  if (T <= kBatchRows) return row_group_of<kBatchRows, true>(T, x, K, w, n0, n1, y, ldy);
+  constexpr int kTokenBlock = 10 * kMR;
+  constexpr size_t kPanelBytes = size_t(512) << 10;
+  const int NR = Avx512::nr(kMR), NP = std::max(NR, int(kPanelBytes / (size_t(K) * 2)) / NR * NR);
+  for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
+    const int t1 = std::min(T, t0 + kTokenBlock);
+    for (int nb = n0; nb < n1; nb += NP) {
+      const int ne = std::min(n1, nb + NP);
+      for (int t = t0; t < t1; t += kMR)
+        row_group_of<kMR, false>(std::min(kMR, T - t), x + t * row, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace qwen3::cpu
+
+namespace qwen3::ops {
+
+KernelTable with_avx512_bf16_dot(KernelTable t) {
+  t.name = "avx512-bf16";
+  t.matmul[int(DType::bf16)] = cpu::matmul;
+  t.prepare_x[int(DType::bf16)] = cpu::prepare_x;
+  return t;
+}
+
+}  // namespace qwen3::ops
