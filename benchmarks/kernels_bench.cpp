@@ -13,12 +13,14 @@
 namespace qwen3::ops {
 namespace {
 
+// isa: 0 scalar, 1 avx2, 2 avx512, 3 avx512 with bf16 activations (AVX512_BF16 dot products).
 const KernelTable* table_for(int isa) {
-  const char* names[] = {"scalar", "avx2", "avx512"};
-  return cpu_supports(names[isa]) ? &select_kernels(names[isa]) : nullptr;
+  const char* names[] = {"scalar", "avx2", "avx512", "avx512-bf16"};
+  if (!cpu_supports(names[isa])) return nullptr;
+  return isa == 3 ? &select_kernels("avx512", "bf16") : &select_kernels(names[isa]);
 }
 
-// args: isa (0 scalar, 1 avx2, 2 avx512), T, N, K; bf16 weights
+// args: isa (as table_for), T, N, K; bf16 weights
 void BM_Matmul(benchmark::State& state) {
   const KernelTable* kt = table_for(static_cast<int>(state.range(0)));
   if (!kt) return state.SkipWithError("isa not on this CPU");
@@ -38,7 +40,7 @@ void BM_Matmul(benchmark::State& state) {
 }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
-  for (int isa : {1, 2}) {
+  for (int isa : {1, 2, 3}) {
     b->Args({isa, 1, 3072, 1024});    // gate/up projection, decode
     b->Args({isa, 1, 1024, 3072});    // down projection, decode
     b->Args({isa, 1, 151936, 1024});  // LM head, decode

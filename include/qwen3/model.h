@@ -64,8 +64,8 @@ struct LoadOptions {
 class Model;
 
 namespace detail {
-// Allocates with calloc and leaves elements uninitialized: large blocks come zeroed from the
-// kernel page by page, so a KV cache only touches (and holds) the pages its tokens fill.
+// Allocates zeroed pages from the kernel and leaves elements uninitialized, so a KV cache only
+// touches (and holds) the pages its tokens fill; blocks of 2 MiB or more in 2 MiB pages.
 template <class T>
 struct ZeroPagesAllocator {
   using value_type = T;
@@ -73,7 +73,7 @@ struct ZeroPagesAllocator {
   template <class U>
   ZeroPagesAllocator(const ZeroPagesAllocator<U>&) {}
   T* allocate(size_t n);
-  void deallocate(T* p, size_t) { std::free(p); }
+  void deallocate(T* p, size_t n);
   template <class U>
   void construct(U* p) {
     ::new (static_cast<void*>(p)) U;

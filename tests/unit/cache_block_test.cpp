@@ -1,0 +1,31 @@
+// The KV cache's blocks: zeroed, and from 2 MiB up mapped on their own, aligned for huge pages.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "qwen3/model.h"
+
+namespace qwen3 {
+namespace {
+
+TEST(CacheBlock, ComesZeroedAtEverySizeAndLargeOnesAligned) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  for (size_t bytes : {size_t(1), size_t(4096), kHugePage - 1, kHugePage, 3 * kHugePage + 100}) {
+    for (int round = 0; round < 2; ++round) {  // the second time in memory the first one freed
+      detail::CacheBlock block(bytes);
+      size_t nonzero = 0;
+      for (uint8_t b : block) nonzero += b != 0;
+      EXPECT_EQ(nonzero, 0u) << bytes << " bytes";
+      if (bytes >= kHugePage) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(block.data()) % kHugePage, 0u) << bytes;
+      }
+      for (auto& b : block) b = 0xa5;  // every byte writable
+      detail::CacheBlock moved = std::move(block);
+      EXPECT_EQ(moved.size(), bytes);
+      EXPECT_EQ(moved.back(), 0xa5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qwen3
