@@ -56,8 +56,8 @@ struct LoadOptions {
   std::string kv_cache = "auto";
   // How products with bf16 weights take their activations: "f32" exactly (widened weights, float
   // multiply-adds: within 1e-5 of a float32 reference); "bf16" rounded to bf16, as llama.cpp does,
-  // for AVX512_BF16 dot products with twice the multiply-adds per instruction (prompts up to 2x
-  // faster; logits move by about 0.1: docs/precision.md). bf16 needs a CPU with AVX512_BF16.
+  // for AVX512_BF16 dot products with twice the multiply-adds per instruction (prompts 1.3-1.6x
+  // faster; logits move by up to about 0.2: docs/precision.md). bf16 needs a CPU with AVX512_BF16.
   std::string activations = "f32";
 };
 
