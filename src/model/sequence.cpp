@@ -1,11 +1,8 @@
 // A sequence's KV cache: grows with the tokens it holds, up to its maximum context.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdint>
 #include <string>
 
+#include "io/huge_page_buffer.h"
 #include "qwen3/error.h"
 #include "ops/key_layout.h"
 #include "qwen3/model.h"
@@ -16,42 +13,22 @@ namespace {
 // Growth step: small enough that a short chat holds little memory, large enough that
 // re-allocation is rare.
 constexpr int kGrowTokens = 256;
-
-size_t page_rounded(size_t bytes) {
-  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
-}
 }  // namespace
 
-// Blocks of 2 MiB or more are mapped from the kernel aligned to 2 MiB and advised to use huge
-// pages: a prompt then fills its cache with a page fault per 2 MiB instead of per 4 KiB (in a VM
-// a fault costs microseconds: 5% of a 512-token prefill on the 0.6B model). Fresh pages are zero.
-constexpr size_t kHugePage = size_t(2) << 20;
-
+// Blocks of 2 MiB or more come aligned to 2 MiB and advised to use huge pages: a prompt then
+// fills its cache with a page fault per 2 MiB instead of per 4 KiB (in a VM a fault costs
+// microseconds: 5% of a 512-token prefill on the 0.6B model). Fresh pages are zero.
 template <class T>
 T* detail::ZeroPagesAllocator<T>::allocate(size_t n) {
-  const size_t bytes = n * sizeof(T);
-  if (bytes < kHugePage) {
-    if (void* p = std::calloc(n, sizeof(T))) return static_cast<T*>(p);
-    throw std::bad_alloc();
-  }
-  // Mapped 2 MiB over, then trimmed to the aligned block, so that deallocate unmaps exactly it.
-  const size_t mapped = bytes + kHugePage;
-  void* m = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) throw std::bad_alloc();
-  const uintptr_t start = reinterpret_cast<uintptr_t>(m), begin = (start + kHugePage - 1) & ~(kHugePage - 1);
-  const uintptr_t end = begin + page_rounded(bytes);
-  if (begin > start) ::munmap(m, begin - start);
-  if (start + mapped > end) ::munmap(reinterpret_cast<void*>(end), start + mapped - end);
-  ::madvise(reinterpret_cast<void*>(begin), bytes, MADV_HUGEPAGE);  // advice: 4 KiB pages where declined
-  return reinterpret_cast<T*>(begin);
+  void* p = n * sizeof(T) < io::kHugePage ? std::calloc(n, sizeof(T)) : io::map_huge_pages(n * sizeof(T));
+  if (!p) throw std::bad_alloc();
+  return static_cast<T*>(p);
 }
 
 template <class T>
 void detail::ZeroPagesAllocator<T>::deallocate(T* p, size_t n) {
-  const size_t bytes = n * sizeof(T);
-  if (bytes < kHugePage) return std::free(p);
-  ::munmap(p, page_rounded(bytes));
+  if (n * sizeof(T) < io::kHugePage) return std::free(p);
+  io::unmap_huge_pages(p, n * sizeof(T));
 }
 template struct detail::ZeroPagesAllocator<uint8_t>;
 

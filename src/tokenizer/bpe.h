@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "io/huge_page_buffer.h"
+
 namespace qwen3::detail {
 
 using Id = int32_t;
@@ -41,7 +43,7 @@ class Bpe {
   size_t slot_of(uint64_t key) const { return size_t((key * 0x9E3779B97F4A7C15ull) >> shift_); }
 
   std::array<Id, 256> byte_ids_{};
-  std::vector<Slot> table_;  // open addressing, linear probing, load factor <= 1/2
+  std::vector<Slot, io::HugePageAllocator<Slot>> table_;  // open addressing, linear probing, load factor <= 1/2
   size_t mask_ = 0;
   int shift_ = 64;
 };

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "io/huge_page_buffer.h"
+
 namespace qwen3::detail {
 
 // std::unordered_map<string_view, id> spent 40% of load time chasing bucket chains on the
@@ -29,7 +31,7 @@ class PieceIndex {
   // key's slot, or the free slot it would take.
   size_t probe(std::string_view key, uint64_t h) const;
 
-  std::vector<Slot> slots_;  // power-of-two size, at most 70% full
+  std::vector<Slot, io::HugePageAllocator<Slot>> slots_;  // power-of-two size, at most 70% full
   size_t size_ = 0;
 };
 
