@@ -70,6 +70,15 @@ inline void in_register(V& v) {
   asm("" : "+v"(v));
 }
 
+// sums[i] = hsum(acc[i]) for n accumulators, S::lanes of them at a time (hsum_lanes) where there
+// are that many: every tile shape sums its lanes with the very same additions.
+template <class S>
+inline void lane_sums(const typename S::V* acc, int n, float* sums) {
+  int i = 0;
+  for (; i + S::lanes <= n; i += S::lanes) S::store(sums + i, S::hsum_lanes(acc + i));
+  for (; i < n; ++i) sums[i] = S::hsum(acc[i]);
+}
+
 // acc[c] += xv * w[c] for a tile's NR W vectors, xv pinned to a register and kept there to the
 // end: else the last multiply-add writes over it, the accumulators change registers, and each
 // step pays a copy per row to move them back (8-token decode about 4% slower).
@@ -111,11 +120,8 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int n, float* 
       for (int r = 0; r < MR; ++r) fma_row<S, NR>(S::load(xk + r * ks), wv, acc[r]);
     }
   }
-  float sums[MR * NR];  // hsum of each accumulator, `lanes` of them at a time where there are that many
-  const V* flat = &acc[0][0];
-  int i = 0;
-  for (; i + S::lanes <= MR * NR; i += S::lanes) S::store(sums + i, S::hsum_lanes(flat + i));
-  for (; i < MR * NR; ++i) sums[i] = S::hsum(flat[i]);
+  float sums[MR * NR];
+  lane_sums<S>(&acc[0][0], MR * NR, sums);
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) {
       float s = sums[r * NR + c];

@@ -13,12 +13,10 @@
 
 namespace qwen3::io {
 
-namespace {
 size_t page_rounded(size_t bytes) {
   const size_t page = size_t(::sysconf(_SC_PAGESIZE));
   return (bytes + page - 1) / page * page;
 }
-}  // namespace
 
 void* map_huge_pages(size_t bytes) {
   // Mapped 2 MiB over, then trimmed to the aligned block, so that unmapping takes exactly it.

@@ -17,6 +17,7 @@ constexpr size_t kHugePage = size_t(2) << 20;
 // kernel declines, 4 KiB ones); nullptr when out of memory. Free with unmap_huge_pages(p, bytes).
 void* map_huge_pages(size_t bytes);
 void unmap_huge_pages(void* p, size_t bytes);
+size_t page_rounded(size_t bytes);  // up to whole pages of the system's page size
 
 // A std allocator taking blocks of 2 MiB or more from map_huge_pages, smaller ones from operator
 // new: a large table filled once faults in per 2 MiB instead of per 4 KiB (a page fault costs

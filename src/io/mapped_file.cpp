@@ -43,8 +43,7 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory,
     data_ = copy_.data();
   } else if (size_ > 0) {
     // With padding, zero pages are reserved first and the file is mapped over their start.
-    const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-    mapped_ = (size_ + padding + page - 1) / page * page;
+    mapped_ = page_rounded(size_ + padding);
     void* reserved = padding ? ::mmap(nullptr, mapped_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : nullptr;
     void* p = reserved == MAP_FAILED
                   ? MAP_FAILED

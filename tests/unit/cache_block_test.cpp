@@ -3,13 +3,14 @@
 
 #include <cstdint>
 
+#include "io/huge_page_buffer.h"
 #include "qwen3/model.h"
 
 namespace qwen3 {
 namespace {
 
 TEST(CacheBlock, ComesZeroedAtEverySizeAndLargeOnesAligned) {
-  constexpr size_t kHugePage = size_t(2) << 20;
+  using io::kHugePage;
   for (size_t bytes : {size_t(1), size_t(4096), kHugePage - 1, kHugePage, 3 * kHugePage + 100}) {
     for (int round = 0; round < 2; ++round) {  // the second time in memory the first one freed
       detail::CacheBlock block(bytes);

@@ -82,11 +82,8 @@ inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int n, f
   for (int ch = 0; ch < full; ++ch) chunk<MR, NR, Stream>(x + size_t(ch) * rows * kChunk, wr, ch * kChunk, kChunk, acc);
   if (K % kChunk)  // the tail: W's missing elements read as zero, as x's padding is
     chunk<MR, NR, Stream>(x + size_t(full) * rows * kChunk, wr, full * kChunk, K % kChunk, acc);
-  float sums[MR * NR];  // the lanes summed as Avx512::hsum does, 16 accumulators at a time where there are
-  const __m512* flat = &acc[0][0];
-  int i = 0;
-  for (; i + 16 <= MR * NR; i += 16) _mm512_storeu_ps(sums + i, Avx512::hsum_lanes(flat + i));
-  for (; i < MR * NR; ++i) sums[i] = Avx512::hsum(flat[i]);
+  float sums[MR * NR];
+  lane_sums<Avx512>(&acc[0][0], MR * NR, sums);
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) y[size_t(r) * ldy + n + c] = sums[r * NR + c];
 }
