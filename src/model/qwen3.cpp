@@ -5,12 +5,38 @@
 #include <string>
 #include <thread>
 
+#include "io/huge_page_buffer.h"
 #include "model/weights.h"
 #include "ops/ops.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
 
 namespace qwen3 {
+
+namespace {
+
+template <class T>
+using Buffer = std::vector<T, io::HugePageAllocator<T>>;
+
+// A step's buffers, reused across layers and kept from step to step: allocated anew, a long
+// prompt's would fault in 4 KiB at a time every step (in a VM, 4% of a 512-token prefill).
+struct Scratch {
+  Buffer<float> x;      // [T, D]      the residual stream
+  Buffer<float> h;      // [T, D]      normalised input of a sub-block
+  Buffer<float> q;      // [T, H * Dh]
+  Buffer<float> k, v;   // [T, Hkv * Dh]
+  Buffer<float> ctx;    // [T, H * Dh] attention output before o_proj
+  Buffer<float> out;    // [T, D]      a sub-block's output, added to the residual
+  Buffer<float> gate;   // [T, F]
+  Buffer<float> up;     // [T, F]
+
+  size_t bytes() const {
+    return sizeof(float) * (x.size() + h.size() + q.size() + k.size() + v.size() + ctx.size() + out.size() +
+                            gate.size() + up.size());
+  }
+};
+
+}  // namespace
 
 struct Model::Impl {
   Impl(Weights weights, ops::RuntimePtr runtime, DType kv)
@@ -23,6 +49,7 @@ struct Model::Impl {
   ops::RuntimePtr rt;
   DType kv_cache;  // f32 or f16
   std::vector<float> batch_logits;  // a batch's LM-head product, kept for the next decode step
+  Scratch scratch;
   std::thread prefaulting;  // maps the weights' pages while the caller loads the tokenizer
 };
 
@@ -43,29 +70,18 @@ struct StepRows {
   std::vector<Cache> caches;  // per item
 };
 
-// One layer's scratch buffers, reused across layers.
-struct Scratch {
-  std::vector<float> h;      // [T, D]      normalised input of a sub-block
-  std::vector<float> q;      // [T, H * Dh]
-  std::vector<float> k, v;   // [T, Hkv * Dh]
-  std::vector<float> ctx;    // [T, H * Dh] attention output before o_proj
-  std::vector<float> out;    // [T, D]      a sub-block's output, added to the residual
-  std::vector<float> gate;   // [T, F]
-  std::vector<float> up;     // [T, F]
-};
-
 class Forward {
  public:
   Forward(const ModelConfig& c, Model::Impl& m, std::span<const BatchItem> batch, const StepRows& rows)
-      : c_(c), w_(m.w), rt_(*m.rt), kv_cache_(m.kv_cache), batch_logits_(m.batch_logits), batch_(batch), rows_(rows) {}
+      : c_(c), w_(m.w), rt_(*m.rt), kv_cache_(m.kv_cache), batch_logits_(m.batch_logits), batch_(batch), rows_(rows), s_(m.scratch) {}
 
   // HF: Qwen3Model.forward, then lm_head on the rows that need logits.
   void run(const Observer* observer, std::vector<std::vector<float>>& logits) {
     const int T = rows_.T, D = c_.hidden_size;
-    std::vector<float> x(size_t(T) * D);  // [T, D] the residual stream
+    alloc_scratch();
+    Buffer<float>& x = s_.x;
     embed(x);
     if (observer) (*observer)("embed", x.data(), T, D);
-    alloc_scratch();
     for (int l = 0; l < c_.num_hidden_layers; ++l) {
       block(l, x);
       if (observer && l + 1 < c_.num_hidden_layers) (*observer)("layers." + std::to_string(l), x.data(), T, D);
@@ -73,14 +89,16 @@ class Forward {
     final_norm(x);
     if (observer) (*observer)("norm", x.data(), T, D);
     lm_head(x, logits);
+    constexpr size_t kKeptScratchBytes = size_t(64) << 20;  // a 512-token prompt's is 30 MB
+    if (s_.bytes() > kKeptScratchBytes) s_ = Scratch();
   }
 
  private:
   // HF: self.embed_tokens(input_ids)
-  void embed(std::vector<float>& x) { ops::embed(rt_, w_.embed_tokens, rows_.ids, x.data()); }
+  void embed(Buffer<float>& x) { ops::embed(rt_, w_.embed_tokens, rows_.ids, x.data()); }
 
   // HF: Qwen3DecoderLayer.forward: pre-norm attention and feed-forward, each added to the residual.
-  void block(int l, std::vector<float>& x) {
+  void block(int l, Buffer<float>& x) {
     const LayerWeights& lw = w_.layers[l];
     const int T = rows_.T, D = c_.hidden_size;
     const float eps = static_cast<float>(c_.rms_norm_eps);
@@ -127,14 +145,14 @@ class Forward {
   }
 
   // HF: self.norm(hidden_states)
-  void final_norm(std::vector<float>& x) {
+  void final_norm(Buffer<float>& x) {
     ops::rms_norm(rt_, x.data(), w_.norm.data(), static_cast<float>(c_.rms_norm_eps), rows_.T, c_.hidden_size,
                   x.data());
   }
 
   // HF: self.lm_head(hidden_states), only on the rows whose logits are wanted, all items in one
   // product so the 151936-row matrix is read once per step.
-  void lm_head(const std::vector<float>& x, std::vector<std::vector<float>>& logits) {
+  void lm_head(const Buffer<float>& x, std::vector<std::vector<float>>& logits) {
     const size_t D = c_.hidden_size, V = c_.vocab_size;
     std::vector<float> wanted;  // [R, D]
     std::vector<int> rows(batch_.size());
@@ -166,6 +184,7 @@ class Forward {
   void alloc_scratch() {
     const size_t T = rows_.T, D = c_.hidden_size, F = c_.intermediate_size;
     const size_t q = size_t(c_.num_attention_heads) * c_.head_dim, kv = size_t(c_.num_key_value_heads) * c_.head_dim;
+    s_.x.resize(T * D);
     s_.h.resize(T * D);
     s_.q.resize(T * q);
     s_.k.resize(T * kv);
@@ -183,7 +202,7 @@ class Forward {
   std::vector<float>& batch_logits_;
   std::span<const BatchItem> batch_;
   const StepRows& rows_;
-  Scratch s_;
+  Scratch& s_;
 };
 
 }  // namespace
