@@ -52,24 +52,28 @@ Sequence at_depth(Model& m, int depth, int room) {
   return s;
 }
 
-// Tokens per second of one prefill of n tokens after `depth` cached ones.
-double prompt_speed(Model& m, int n, int depth = 0) {
+// Seconds to prefill n tokens (the LM head included) into s after its first `depth` tokens, the
+// rest cut off first: a test's repetitions reuse its sequence's cache, as llama-bench reuses its
+// context, so the cache's first-touch page faults (slow in a VM) fall in the warm-up run.
+double prefill_seconds(Model& m, Sequence& s, int n, int depth) {
   auto ids = tokens(n, m.config().vocab_size);
-  Sequence s = at_depth(m, depth, n);
+  s.truncate(depth);
   BatchItem item{&s, ids, false};
   auto t0 = Clock::now();
   m.step({&item, 1});
-  return n / seconds_since(t0);
+  return seconds_since(t0);
 }
 
-// Tokens per second of n one-token decode steps of `batch` sequences stepped together, each
-// after `depth` cached tokens.
-double generation_speed(Model& m, int n, int batch, int depth) {
-  std::vector<Sequence> seqs;
-  for (int b = 0; b < batch; ++b) seqs.push_back(at_depth(m, depth, n + 1));
+// Tokens per second of n one-token decode steps of seqs stepped together, each cut back to its
+// first `depth` tokens first.
+double generation_speed(Model& m, std::vector<Sequence>& seqs, int n, int depth) {
+  const int batch = static_cast<int>(seqs.size());
   std::vector<TokenId> next(batch, 1);
   std::vector<BatchItem> items;
-  for (int b = 0; b < batch; ++b) items.push_back({&seqs[b], {&next[b], 1}, false});
+  for (int b = 0; b < batch; ++b) {
+    seqs[b].truncate(depth);
+    items.push_back({&seqs[b], {&next[b], 1}, false});
+  }
   std::vector<std::vector<float>> logits;
   auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
@@ -118,10 +122,15 @@ void add_bench_command(CLI::App& app) {
       const double load_s = seconds_since(t0);
       const double gb_per_token = model->weight_bytes() / 1e9;
       // Time to first token: a 5-token prompt's prefill including the LM head, page cache warm.
-      prompt_speed(*model, 5);  // warm-up: touch every weight once
+      // Each from a new sequence, as a user's first prompt, its cache allocated.
+      auto first_token_seconds = [&] {
+        Sequence s(*model, 5);
+        return prefill_seconds(*model, s, 5, 0);
+      };
+      first_token_seconds();  // warm-up: touch every weight once
       const double huge = huge_page_share(dir);
       std::vector<double> ttft;
-      for (int r = 0; r < a->reps; ++r) ttft.push_back(5 / prompt_speed(*model, 5));
+      for (int r = 0; r < a->reps; ++r) ttft.push_back(first_token_seconds());
       if (!a->json) {
         const std::string where =
             huge < 0 ? "in memory" : "mapped (" + std::to_string(int(huge * 100 + 0.5)) + "% in 2 MiB pages)";
@@ -147,13 +156,17 @@ void add_bench_command(CLI::App& app) {
       const std::string at = a->depth ? " @ d" + std::to_string(a->depth) : "";
       for (int p : a->prompts) {
         if (p == 0) continue;
+        Sequence s = at_depth(*model, a->depth, p);
+        prefill_seconds(*model, s, p, a->depth);  // warm-up, as llama-bench's
         std::vector<double> v;
-        for (int r = 0; r < a->reps; ++r) v.push_back(prompt_speed(*model, p, a->depth));
+        for (int r = 0; r < a->reps; ++r) v.push_back(p / prefill_seconds(*model, s, p, a->depth));
         add("pp" + std::to_string(p) + at, v, false);
       }
       if (a->gen > 0) {
+        std::vector<Sequence> seqs;
+        for (int b = 0; b < a->batch; ++b) seqs.push_back(at_depth(*model, a->depth, a->gen + 1));
         std::vector<double> v;
-        for (int r = 0; r < a->reps; ++r) v.push_back(generation_speed(*model, a->gen, a->batch, a->depth));
+        for (int r = 0; r < a->reps; ++r) v.push_back(generation_speed(*model, seqs, a->gen, a->depth));
         add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : "") + at, v, true);
       }
       report["model"] = model->config().summary(model->name());
