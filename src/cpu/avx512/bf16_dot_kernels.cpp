@@ -127,7 +127,7 @@ void matmul(const float* xf, int T, int K, const void* wv, int n0, int n1, float
   const auto* w = static_cast<const uint16_t*>(wv);
   const size_t row = size_t(chunks_of(K)) * kChunk;  // bf16 elements of one prepared row
   if (T <= kBatchRows) return row_group_of<kBatchRows, true>(T, x, K, w, n0, n1, y, ldy);
-  constexpr int kTokenBlock = 10 * kMR, NR = Avx512::nr(kMR);
+  constexpr int kTokenBlock = 20 * kMR, NR = Avx512::nr(kMR);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = std::min(T, t0 + kTokenBlock);
     int n = n0;
