@@ -103,7 +103,11 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--gen", a->gen, "Tokens for the tgN test (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("-r,--reps", a->reps, "Repetitions of each test")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-r,--reps", a->reps,
+                  "Repetitions of each test (each ppN after one untimed run; a test reuses one sequence, as "
+                  "llama-bench reuses its context)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
   cmd->add_option("-b,--batch", a->batch, "Sequences decoded together in tgN")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("-d,--depth", a->depth, "Tokens already in the context (prefilled, untimed) before each test")
