@@ -30,6 +30,14 @@ TEST(BenchCli, RunsTheTestsAskedForAndZeroSkipsOne) {
   EXPECT_EQ(test_names(prefill_only.output), (std::vector<std::string>{"pp4"}));
 }
 
+// A test's repetitions (and its warm-up run) reuse one sequence made with room for exactly one run
+// after the depth: each must cut it back to the depth, or the second would overflow its context.
+TEST(BenchCli, RepetitionsReuseOneSequenceCutBackToTheDepth) {
+  auto r = run_qwen3("bench " + kTiny + " -d 3 -p 4 -n 2 -r 3 -b 2 -t 1 --json", "", false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test_names(r.output), (std::vector<std::string>{"pp4 @ d3", "tg2x2 @ d3"}));
+}
+
 TEST(BenchCli, NegativeSizesAreRefused) {
   for (const char* flags : {"-p -4", "-n -1", "-r 0", "-b 0", "-d -2"}) {
     auto bad = run_qwen3("bench " + kTiny + " " + flags + " -t 1", "", false);
