@@ -73,7 +73,14 @@ struct StepRows {
 class Forward {
  public:
   Forward(const ModelConfig& c, Model::Impl& m, std::span<const BatchItem> batch, const StepRows& rows)
-      : c_(c), w_(m.w), rt_(*m.rt), kv_cache_(m.kv_cache), batch_logits_(m.batch_logits), batch_(batch), rows_(rows), s_(m.scratch) {}
+      : c_(c),
+        w_(m.w),
+        rt_(*m.rt),
+        kv_cache_(m.kv_cache),
+        batch_logits_(m.batch_logits),
+        batch_(batch),
+        rows_(rows),
+        s_(m.scratch) {}
 
   // HF: Qwen3Model.forward, then lm_head on the rows that need logits.
   void run(const Observer* observer, std::vector<std::vector<float>>& logits) {
@@ -89,7 +96,7 @@ class Forward {
     final_norm(x);
     if (observer) (*observer)("norm", x.data(), T, D);
     lm_head(x, logits);
-    constexpr size_t kKeptScratchBytes = size_t(64) << 20;  // a 512-token prompt's is 30 MB
+    constexpr size_t kKeptScratchBytes = size_t(64) << 20;  // a 512-token prompt's is 28 MB
     if (s_.bytes() > kKeptScratchBytes) s_ = Scratch();
   }
 
