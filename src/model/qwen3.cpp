@@ -15,8 +15,7 @@ namespace qwen3 {
 
 namespace {
 
-template <class T>
-using Buffer = std::vector<T, io::HugePageAllocator<T>>;
+using io::Buffer;
 
 // A step's buffers, reused across layers and kept from step to step: allocated anew, a long
 // prompt's would fault in 4 KiB at a time every step (in a VM, 4% of a 512-token prefill).

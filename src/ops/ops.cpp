@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/thread_pool.h"
+#include "io/huge_page_buffer.h"
 #include "io/quant_blocks.h"
 #include "ops/kernels.h"
 #include "qwen3/error.h"
@@ -18,10 +19,10 @@ class Runtime {
   Runtime(const KernelTable& k, int threads) : kernels(k), pool(threads) {}
   const KernelTable& kernels;
   cpu::ThreadPool pool;
-  std::vector<float> xf;   // activations laid out for the float kernels (prepare_x), reused
-  std::vector<int8_t> xq;  // [T, K] activations quantized for the integer kernels, reused
-  std::vector<float> xd;   // [T, K / 32] their scales
-  std::vector<int32_t> xs; // [T, K / 32] their block sums
+  io::Buffer<float> xf;    // activations laid out for the float kernels (prepare_x), reused
+  io::Buffer<int8_t> xq;   // [T, K] activations quantized for the integer kernels, reused
+  io::Buffer<float> xd;    // [T, K / 32] their scales
+  io::Buffer<int32_t> xs;  // [T, K / 32] their block sums
 };
 
 RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations) {
@@ -53,7 +54,7 @@ void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* o
 namespace {
 // Scratch buffers only grow: shrinking and growing back would zero-fill megabytes per product.
 template <class T>
-void at_least(std::vector<T>& v, size_t n) {
+void at_least(io::Buffer<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
@@ -207,7 +208,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
   rt.pool.run(first_task.back(), [&](int b, int e) {
-    thread_local std::vector<float> queries, scores, context;  // kept: a decode step has 28 x 8 tasks
+    thread_local io::Buffer<float> queries, scores, context;  // kept: a decode step has 28 x 8 tasks
     for (int task = b; task < e; ++task) {
       const size_t i = std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1;
       const AttentionItem& it = items[i];

@@ -43,7 +43,7 @@ class Bpe {
   size_t slot_of(uint64_t key) const { return size_t((key * 0x9E3779B97F4A7C15ull) >> shift_); }
 
   std::array<Id, 256> byte_ids_{};
-  std::vector<Slot, io::HugePageAllocator<Slot>> table_;  // open addressing, linear probing, load factor <= 1/2
+  io::Buffer<Slot> table_;  // open addressing, linear probing, load factor <= 1/2
   size_t mask_ = 0;
   int shift_ = 64;
 };

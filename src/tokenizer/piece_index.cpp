@@ -22,7 +22,7 @@ void PieceIndex::reserve(size_t keys) {
   size_t capacity = 16;
   while (capacity * 7 < keys * 10) capacity *= 2;
   if (capacity <= slots_.size()) return;
-  std::vector<Slot, io::HugePageAllocator<Slot>> old(capacity);
+  io::Buffer<Slot> old(capacity);
   old.swap(slots_);
   size_ = 0;
   for (const Slot& s : old) {

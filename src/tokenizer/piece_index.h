@@ -31,7 +31,7 @@ class PieceIndex {
   // key's slot, or the free slot it would take.
   size_t probe(std::string_view key, uint64_t h) const;
 
-  std::vector<Slot, io::HugePageAllocator<Slot>> slots_;  // power-of-two size, at most 70% full
+  io::Buffer<Slot> slots_;  // power-of-two size, at most 70% full
   size_t size_ = 0;
 };
 

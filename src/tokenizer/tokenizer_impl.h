@@ -26,7 +26,7 @@ struct Tokenizer::Impl {
   };
 
   std::string arena;
-  std::vector<Entry, io::HugePageAllocator<Entry>> entries;  // [vocab_size], by id
+  io::Buffer<Entry> entries;  // [vocab_size], by id
   detail::PieceIndex piece_ids;  // views into arena
   detail::Bpe bpe;
   std::vector<AddedToken> added;  // longest first, so the first match is the longest
