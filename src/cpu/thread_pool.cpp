@@ -1,7 +1,6 @@
-// A persistent pool of worker threads with spin-then-sleep hand-off.
+// A persistent pool of worker threads with spin-then-sleep hand-off and work stealing.
 #include "cpu/thread_pool.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include <immintrin.h>
@@ -12,10 +11,26 @@ namespace {
 // How long an idle worker spins before it sleeps: long enough to bridge the gap between two
 // ops of a decode step, short enough not to burn a core between requests.
 constexpr auto kSpin = std::chrono::microseconds(300);
+
+uint64_t pack(uint32_t begin, uint32_t end) { return uint64_t(begin) << 32 | end; }
+uint32_t begin_of(uint64_t range) { return uint32_t(range >> 32); }
+uint32_t end_of(uint64_t range) { return uint32_t(range); }
+
+// Claims the front half of what is left of a share (at least one index), so that the last
+// chunks are small and the threads finish together.
+bool take_front(std::atomic<uint64_t>& share, uint32_t& begin, uint32_t& end) {
+  uint64_t range = share.load(std::memory_order_relaxed);
+  do {
+    begin = begin_of(range);
+    if (begin >= end_of(range)) return false;
+    end = begin + (end_of(range) - begin + 1) / 2;
+  } while (!share.compare_exchange_weak(range, pack(end, end_of(range)), std::memory_order_relaxed));
+  return true;
+}
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+ThreadPool::ThreadPool(int threads) : shares_(new Share[threads]) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -28,40 +43,58 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::run_share() {
+void ThreadPool::run_shares(int self) {
   for (;;) {
-    int begin = next_.load(std::memory_order_relaxed), end;
-    do {
-      if (begin >= job_n_) return;
-      const int grain = job_shrinking_ ? std::max(1, (job_n_ - begin) / (2 * size())) : job_grain_;
-      end = std::min(job_n_, begin + grain);
-    } while (!next_.compare_exchange_weak(begin, end, std::memory_order_relaxed));
-    (*job_)(begin, end);
+    uint32_t begin, end;
+    if (take_front(shares_[self].range, begin, end))
+      (*job_)(int(begin), int(end));
+    else if (!steal(self))
+      return;
   }
 }
 
-void ThreadPool::run(int n, const std::function<void(int, int)>& fn, bool shrinking) {
+// Moves the back half of the largest share left (at least one index) into this thread's own.
+bool ThreadPool::steal(int self) {
+  for (;;) {
+    int victim = -1;
+    uint32_t most = 0;
+    for (int t = 0; t < size(); ++t) {
+      const uint64_t r = shares_[t].range.load(std::memory_order_relaxed);
+      const uint32_t left = end_of(r) - begin_of(r);  // claims never move begin past end
+      if (t != self && left > most) most = left, victim = t;
+    }
+    if (victim < 0) return false;
+    uint64_t range = shares_[victim].range.load(std::memory_order_relaxed);
+    const uint32_t begin = begin_of(range), end = end_of(range);
+    if (begin >= end) continue;
+    const uint32_t mid = end - (end - begin + 1) / 2;  // the back half, at least one index
+    if (shares_[victim].range.compare_exchange_weak(range, pack(begin, mid), std::memory_order_relaxed)) {
+      shares_[self].range.store(pack(mid, end), std::memory_order_relaxed);
+      return true;
+    }
+  }
+}
+
+void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
   if (workers_.empty() || n <= 1) {
     if (n > 0) fn(0, n);
     return;
   }
   job_ = &fn;
-  job_n_ = n;
-  // About four chunks per thread: enough to even out, few enough to keep each weight stream long.
-  job_grain_ = std::max(1, n / (4 * size()));
-  job_shrinking_ = shrinking;
-  next_.store(0, std::memory_order_relaxed);
+  for (int t = 0; t < size(); ++t)
+    shares_[t].range.store(pack(uint32_t(int64_t(n) * t / size()), uint32_t(int64_t(n) * (t + 1) / size())),
+                           std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()));
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
   }
-  run_share();
+  run_shares(0);
   while (pending_.load(std::memory_order_acquire) > 0) _mm_pause();
 }
 
-void ThreadPool::work() {
+void ThreadPool::work(int self) {
   uint64_t seen = 0;
   for (;;) {
     auto start = std::chrono::steady_clock::now();
@@ -77,7 +110,7 @@ void ThreadPool::work() {
     }
     seen = generation_.load();
     if (stop_) return;
-    run_share();
+    run_shares(self);
     pending_.fetch_sub(1, std::memory_order_release);
   }
 }

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -20,23 +22,28 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Splits [0, n) into contiguous chunks and runs fn(begin, end) on each, the chunks claimed in
-  // order by whichever thread is free, so a thread slowed by the machine does not hold the others
-  // up; returns when all are done. Which thread runs a chunk varies, so fn must compute each
-  // index the same way wherever it runs (every op here does: no reduction spans two indices).
-  // Chunks are about n / (4 x threads); with `shrinking`, each takes half a thread's share of
-  // what is left (at least one index), so the last ones are small and threads finish together.
-  void run(int n, const std::function<void(int begin, int end)>& fn, bool shrinking = false);
+  // Runs fn(begin, end) over contiguous chunks covering [0, n) once, and returns when all are
+  // done. Each thread owns an even, contiguous share and runs it front to back (a matrix-vector
+  // product then streams one long run of weights per thread); a thread that is done takes half
+  // of what another has left, from the back, so a thread slowed by the machine does not hold
+  // the others up. Which thread runs an index varies, so fn must compute each index the same
+  // way wherever it runs (every op here does: no reduction spans two indices).
+  void run(int n, const std::function<void(int begin, int end)>& fn);
 
  private:
-  void work();
-  void run_share();
+  // The indices a thread has yet to run, [begin, end) packed in one word so that the owner
+  // (from the front) and a thief (from the back) claim them with one compare-and-swap.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+  };
+
+  void work(int self);
+  void run_shares(int self);
+  bool steal(int self);
 
   std::vector<std::thread> workers_;
+  std::unique_ptr<Share[]> shares_;
   const std::function<void(int, int)>* job_ = nullptr;
-  int job_n_ = 0, job_grain_ = 1;
-  bool job_shrinking_ = false;
-  std::atomic<int> next_{0};  // the first index not yet claimed
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleepers_{0};

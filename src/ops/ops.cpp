@@ -116,9 +116,6 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
       }
     });
   }
-  // Decode's products (up to a batch of 8 sequences) are short: shrinking chunks keep a thread
-  // from idling through the other's last large one. Prompts keep even chunks.
-  constexpr int kDecodeRows = 8;
   rt.pool.run(units, [&](int b, int e) {
     int first = 0;  // the first unit of the current matrix
     for (const Product& p : products) {
@@ -134,7 +131,7 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
       }
       first += n_units;
     }
-  }, T <= kDecodeRows);
+  });
 }
 
 void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out) {

@@ -1,9 +1,13 @@
-// The thread pool covers every index exactly once, in contiguous non-empty chunks, with even and
-// with shrinking chunks, for any number of threads and items.
+// The thread pool covers every index exactly once, in contiguous non-empty chunks, for any number
+// of threads and items; each thread reads its own share in order, and a held-up thread's share
+// is taken over by the others.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -12,44 +16,71 @@
 namespace qwen3::cpu {
 namespace {
 
-// The chunks one run hands out, sorted by their first index.
-std::vector<std::pair<int, int>> chunks_of(ThreadPool& pool, int n, bool shrinking) {
+struct Chunk {
+  int begin, end;
+  std::thread::id thread;
+};
+
+// The chunks one run hands out, in the order they started.
+std::vector<Chunk> chunks_of(ThreadPool& pool, int n, const std::function<void(int, int)>& work = {}) {
   std::mutex mutex;
-  std::vector<std::pair<int, int>> chunks;
+  std::vector<Chunk> chunks;
   pool.run(n, [&](int begin, int end) {
-    std::lock_guard<std::mutex> lock(mutex);
-    chunks.emplace_back(begin, end);
-  }, shrinking);
-  std::sort(chunks.begin(), chunks.end());
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      chunks.push_back({begin, end, std::this_thread::get_id()});
+    }
+    if (work) work(begin, end);
+  });
   return chunks;
 }
 
 TEST(ThreadPool, EveryIndexOnceInContiguousChunks) {
-  for (int threads : {1, 2, 3})
-    for (bool shrinking : {false, true}) {
-      ThreadPool pool(threads);
-      for (int n : {0, 1, 2, 7, 64, 1000, 9496}) {
-        const auto chunks = chunks_of(pool, n, shrinking);
-        int next = 0;
-        for (auto [begin, end] : chunks) {
-          EXPECT_EQ(begin, next) << threads << " threads, n " << n << ", shrinking " << shrinking;
-          EXPECT_LT(begin, end);
-          next = end;
-        }
-        EXPECT_EQ(next, n);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int n : {0, 1, 2, 7, 64, 1000, 9496}) {
+      auto chunks = chunks_of(pool, n);
+      std::sort(chunks.begin(), chunks.end(), [](const Chunk& a, const Chunk& b) { return a.begin < b.begin; });
+      int next = 0;
+      for (const Chunk& c : chunks) {
+        EXPECT_EQ(c.begin, next) << threads << " threads, n " << n;
+        EXPECT_LT(c.begin, c.end);
+        next = c.end;
       }
+      EXPECT_EQ(next, n);
     }
+  }
 }
 
-TEST(ThreadPool, ShrinkingChunksEndSmall) {
+TEST(ThreadPool, AHeldUpThreadsShareIsTakenOverBackToFront) {
+  // The thread that starts at index 0 stalls in its first chunk, half of its share [0, 500). The
+  // other runs its own share [500, 1000) front to back (one run of weights, not a comb of chunks),
+  // then takes half of what the stalled thread has left, from the back, again and again.
   ThreadPool pool(2);
-  const auto even = chunks_of(pool, 1000, false), shrinking = chunks_of(pool, 1000, true);
-  EXPECT_EQ(even.back().second - even.back().first, 1000 / 8);  // about four chunks per thread
-  // Half a thread's share of what is left: 250 first, then fewer and fewer, down to single indices.
-  EXPECT_EQ(shrinking.front(), std::make_pair(0, 250));
-  for (size_t i = 1; i < shrinking.size(); ++i)
-    EXPECT_LE(shrinking[i].second - shrinking[i].first, shrinking[i - 1].second - shrinking[i - 1].first);
-  EXPECT_EQ(shrinking.back().second - shrinking.back().first, 1);
+  const auto chunks = chunks_of(pool, 1000, [](int begin, int) {
+    if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  const auto stalled = std::find_if(chunks.begin(), chunks.end(), [](const Chunk& c) { return c.begin == 0; });
+  ASSERT_NE(stalled, chunks.end());
+  EXPECT_LE(stalled->end, 250);
+  std::vector<Chunk> other;
+  for (const Chunk& c : chunks)
+    if (c.thread != stalled->thread) other.push_back(c);
+    else EXPECT_EQ(c.begin, 0) << "the stalled thread ran only its first chunk";
+  ASSERT_FALSE(other.empty());
+  size_t i = 0;
+  for (int next = 500; next < 1000; next = other[i++].end) {
+    ASSERT_LT(i, other.size());
+    EXPECT_EQ(other[i].begin, next);
+  }
+  // Then each taken half runs front to back and ends where the one taken before it began.
+  for (int taken_before = 500; i < other.size();) {
+    const int begin = other[i].begin;
+    EXPECT_GE(begin, stalled->end);
+    for (++i; i < other.size() && other[i].begin == other[i - 1].end; ++i) {}
+    EXPECT_EQ(other[i - 1].end, taken_before);
+    taken_before = begin;
+  }
 }
 
 }  // namespace
