@@ -11,9 +11,9 @@
 #pragma once
 
 #include <algorithm>
-#include <vector>
 
 #include "cpu/simd_kernels.h"
+#include "io/huge_page_buffer.h"
 
 namespace qwen3::cpu {
 
@@ -176,7 +176,7 @@ template <class S, class W>
 void packed_matmul(const float* xp, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
   constexpr int MR = S::packed_mr, NR = S::packed_nr, PR = NR * S::lanes;
   const int J = (K - K % k_step<S, W>()) / S::lanes, tiles = (T + MR - 1) / MR;
-  thread_local std::vector<float> wp, part;
+  thread_local io::Buffer<float> wp, part;
   wp.resize(packed_size(K, S::lanes, PR));
   part.resize(size_t(S::lanes / 2) * MR * PR);
   for (int n = n0; n < n1; n += PR) {
