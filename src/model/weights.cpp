@@ -34,11 +34,11 @@ class Loader {
     return ops::Matrix{t.dtype, t.data, rows, cols};
   }
 
-  std::vector<float> vector(const std::string& name, int n) const {
+  io::Buffer<float> vector(const std::string& name, int n) const {
     const auto& t = get(name, {n});
     if (is_block_quantized(t.dtype))
       throw Error(ErrorKind::format, t.file + ": tensor " + name + ": expected a float dtype, got " + t.describe());
-    std::vector<float> v(n);
+    io::Buffer<float> v(n);
     dequantize_row(t.dtype, t.data, n, v.data());
     return v;
   }

@@ -12,14 +12,14 @@
 namespace qwen3 {
 
 struct LayerWeights {
-  std::vector<float> input_layernorm;           // [D]
+  io::Buffer<float> input_layernorm;            // [D]
   ops::Matrix q_proj;                           // [H * Dh, D]
   ops::Matrix k_proj;                           // [Hkv * Dh, D]
   ops::Matrix v_proj;                           // [Hkv * Dh, D]
-  std::vector<float> q_norm;                    // [Dh]
-  std::vector<float> k_norm;                    // [Dh]
+  io::Buffer<float> q_norm;                     // [Dh]
+  io::Buffer<float> k_norm;                     // [Dh]
   ops::Matrix o_proj;                           // [D, H * Dh]
-  std::vector<float> post_attention_layernorm;  // [D]
+  io::Buffer<float> post_attention_layernorm;   // [D]
   ops::Matrix gate_proj;                        // [F, D]
   ops::Matrix up_proj;                          // [F, D]
   ops::Matrix down_proj;                        // [D, F]
@@ -30,7 +30,7 @@ struct Weights {
   std::vector<io::HugePageBuffer> quantized;  // matrices quantized at load time point in here
   ops::Matrix embed_tokens;        // [V, D]
   std::vector<LayerWeights> layers;
-  std::vector<float> norm;  // [D]
+  io::Buffer<float> norm;   // [D]
   ops::Matrix lm_head;      // [V, D]: embed_tokens itself when tied
 
   // The matrices read for every token: each layer's, then the LM head.
