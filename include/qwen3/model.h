@@ -64,8 +64,9 @@ struct LoadOptions {
 class Model;
 
 namespace detail {
-// Allocates zeroed pages from the kernel and leaves elements uninitialized, so a KV cache only
-// touches (and holds) the pages its tokens fill; blocks of 2 MiB or more in 2 MiB pages.
+// Allocates zeroed pages from the kernel, aligned to a page, and leaves elements uninitialized, so
+// a KV cache only touches (and holds) the pages its tokens fill; blocks of 2 MiB or more in 2 MiB
+// pages.
 template <class T>
 struct ZeroPagesAllocator {
   using value_type = T;

@@ -19,6 +19,10 @@ size_t page_rounded(size_t bytes) {
 }
 
 void* map_huge_pages(size_t bytes) {
+  if (bytes < kHugePage) {  // one system call: a KV cache maps 2 x layers of these per sequence
+    void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? nullptr : m;
+  }
   // Mapped 2 MiB over, then trimmed to the aligned block, so that unmapping takes exactly it.
   const size_t mapped = bytes + kHugePage;
   void* m = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

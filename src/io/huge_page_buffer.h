@@ -14,8 +14,9 @@ namespace qwen3::io {
 
 constexpr size_t kHugePage = size_t(2) << 20;
 
-// `bytes` of zeroed anonymous memory aligned to 2 MiB and advised to use huge pages (where the
-// kernel declines, 4 KiB ones); nullptr when out of memory. Free with unmap_huge_pages(p, bytes).
+// `bytes` of zeroed anonymous memory, faulted in where touched: from 2 MiB up aligned to 2 MiB and
+// advised to use huge pages (where the kernel declines, 4 KiB ones), below that aligned to a
+// page; nullptr when out of memory. Free with unmap_huge_pages(p, bytes).
 void* map_huge_pages(size_t bytes);
 void unmap_huge_pages(void* p, size_t bytes);
 size_t page_rounded(size_t bytes);  // up to whole pages of the system's page size
