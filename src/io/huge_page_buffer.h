@@ -27,7 +27,7 @@ constexpr size_t kCacheLine = 64;
 // new aligned to a cache line: a large table filled once faults in per 2 MiB instead of per 4 KiB
 // (a page fault costs microseconds in a VM: the tokenizer's tables took about 50 ms of faults),
 // and no vector load from a kernel's buffer straddles two cache lines (with malloc's 16-byte
-// alignment, batched decode ran at half speed or full speed depending on where its buffers fell).
+// alignment, 8-row tiles ran 1.5x slower or not, by where the heap put their buffers).
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
