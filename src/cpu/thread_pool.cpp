@@ -15,6 +15,7 @@ constexpr auto kSpin = std::chrono::microseconds(300);
 uint64_t pack(uint32_t begin, uint32_t end) { return uint64_t(begin) << 32 | end; }
 uint32_t begin_of(uint64_t range) { return uint32_t(range >> 32); }
 uint32_t end_of(uint64_t range) { return uint32_t(range); }
+uint32_t left_in(uint64_t range) { return end_of(range) - begin_of(range); }  // claims never pass end
 
 // Claims the front half of what is left of a share (at least one index), so that the last
 // chunks are small and the threads finish together.
@@ -57,16 +58,13 @@ void ThreadPool::run_shares(int self) {
 bool ThreadPool::steal(int self) {
   for (;;) {
     int victim = -1;
-    uint32_t most = 0;
+    uint64_t range = 0;  // the victim's share as seen
     for (int t = 0; t < size(); ++t) {
       const uint64_t r = shares_[t].range.load(std::memory_order_relaxed);
-      const uint32_t left = end_of(r) - begin_of(r);  // claims never move begin past end
-      if (t != self && left > most) most = left, victim = t;
+      if (t != self && left_in(r) > left_in(range)) range = r, victim = t;
     }
     if (victim < 0) return false;
-    uint64_t range = shares_[victim].range.load(std::memory_order_relaxed);
     const uint32_t begin = begin_of(range), end = end_of(range);
-    if (begin >= end) continue;
     const uint32_t mid = end - (end - begin + 1) / 2;  // the back half, at least one index
     if (shares_[victim].range.compare_exchange_weak(range, pack(begin, mid), std::memory_order_relaxed)) {
       shares_[self].range.store(pack(mid, end), std::memory_order_relaxed);
