@@ -13,10 +13,11 @@ namespace qwen3::cpu {
 // stream from memory once, with as many W rows in flight as the registers hold. Short prompts:
 // tiles of S::MR rows over W panels kept in L2. Long prompts: packed panels. All give the same bits.
 template <class S, class W>
-void matmul(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
-  if (T <= S::MR_batch) return row_group_of<S, W, S::MR_batch>(T, x, size_t(T) * k_step<S, W>(), K, w, n0, n1, y, ldy);
-  if (T >= S::packed_min_tokens) return packed_matmul<S, W>(x, T, K, w, n0, n1, y, ldy);
-  blocked<S, W, S::MR>(x, T, K, w, n0, n1, y, ldy);
+void matmul(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
+  if (T <= S::MR_batch)
+    return row_group_of<S, W, S::MR_batch>(T, x, size_t(T) * k_step<S, W>(), K, w, lead, n0, n1, y, ldy);
+  if (T >= S::packed_min_tokens) return packed_matmul<S, W>(x, T, K, w, lead, n0, n1, y, ldy);
+  blocked<S, W, S::MR>(x, T, K, w, lead, n0, n1, y, ldy);
 }
 
 // x as matmul<S, W> reads it for T rows: packed in token tiles for packed panels, interleaved
@@ -36,6 +37,7 @@ template <class S>
 ops::KernelTable make_table(const char* name) {
   return ops::KernelTable{name,
                           {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
+                          {lead_for<S, float>, lead_for<S, F16>, lead_for<S, Bf16>},
                           {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
                           prepared_floats<S>,
                           S::packed_mr,

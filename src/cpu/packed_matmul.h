@@ -24,11 +24,11 @@ inline size_t lane_run(int J, int width) { return size_t(J + 1) * width; }
 // Floats a packed block of `width` columns takes: every lane's run, then the K tail.
 inline size_t packed_size(int K, int lanes, int width) { return size_t(K + lanes) * width; }
 
-// Rows [n, n + rows) of W (rows <= NR x lanes, the rest zero) as [lane][step][NR vectors], then
-// the K tail as [k][NR vectors]. bf16 rows transpose as 32-bit pairs, whose halves are lane i's
-// even and odd steps: one transpose per two steps.
+// Rows [n, n + rows) of W (rows <= NR x lanes, the rest zero; rotated by lead) as
+// [lane][step][NR vectors], then the K tail as [k][NR vectors]. bf16 rows transpose as 32-bit
+// pairs, whose halves are lane i's even and odd steps: one transpose per two steps.
 template <class S, class W, int NR>
-void pack_panel(const void* w, int K, int n, int rows, float* out) {
+void pack_panel(const void* w, int K, int lead, int n, int rows, float* out) {
   constexpr int L = S::lanes, P = kPaired<W> ? 2 : 1;
   const int kv = K - K % k_step<S, W>(), J = kv / L;
   auto at = [&](int i, int j, int g) { return out + i * lane_run(J, NR * L) + (size_t(j) * NR + g) * L; };
@@ -36,10 +36,10 @@ void pack_panel(const void* w, int K, int n, int rows, float* out) {
     for (int j = 0; j < J; j += P) {
       typename S::V v[L];
       for (int r = 0; r < L; ++r) {
-        const size_t at_k = size_t(n + g * L + r) * K + size_t(j) * L;
+        const char* row = static_cast<const char*>(w) + size_t(n + g * L + r) * K * sizeof_w<W>();
         if (g * L + r >= rows) v[r] = S::zero();
-        else if constexpr (kPaired<W>) v[r] = S::load_pairs(static_cast<const uint16_t*>(w) + at_k);
-        else v[r] = load_w<S, W>(w, at_k);
+        else if (lead && j == 0) v[r] = load_chunk<S, W, true>(row, -lead, K);
+        else v[r] = load_chunk<S, W, false>(row, j * L - lead, K);
       }
       S::transpose(v);  // v[i]: lane i of the L rows
       for (int i = 0; i < L; ++i) {
@@ -173,7 +173,7 @@ inline void prefetch_share(const void* w, int K, int n, int rows, int part, int 
 // The product for many tokens, x packed by pack_rows: W in panels of NR x lanes rows, each
 // packed once and taken (from L2) by every MR-token tile.
 template <class S, class W>
-void packed_matmul(const float* xp, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
+void packed_matmul(const float* xp, int T, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
   constexpr int MR = S::packed_mr, NR = S::packed_nr, PR = NR * S::lanes;
   const int J = (K - K % k_step<S, W>()) / S::lanes, tiles = (T + MR - 1) / MR;
   thread_local io::Buffer<float> wp, part;
@@ -181,7 +181,7 @@ void packed_matmul(const float* xp, int T, int K, const void* w, int n0, int n1,
   part.resize(size_t(S::lanes / 2) * MR * PR);
   for (int n = n0; n < n1; n += PR) {
     const int rows = std::min(PR, n1 - n), next_rows = std::clamp(n1 - n - PR, 0, PR);
-    pack_panel<S, W, NR>(w, K, n, rows, wp.data());
+    pack_panel<S, W, NR>(w, K, lead, n, rows, wp.data());
     for (int tile = 0; tile < tiles; ++tile) {
       // Each tile fetches its share of the next panel's rows into L2, so packing it waits on no memory.
       prefetch_share<W>(w, K, n + PR, next_rows, tile, tiles);

@@ -6,7 +6,8 @@
 // packed_mr, packed_nr and packed_min_tokens (the tiles of packed_matmul.h and the fewest rows
 // that take them), weighted_rows (rows per weighted_sum tile), registers (vector registers), add,
 // sub, mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
-// zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_f16,
+// zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_part(p,
+// v, lo, hi) (v with lanes [lo, hi) loaded from p; nothing outside them touched), load_f16,
 // load_pairs, bf16_even / bf16_odd (see below), deinterleave(a, b, even, odd) (the even- and the
 // odd-indexed elements of the 2 x lanes floats a, b), transpose(V[lanes]) (v[i] becomes lane i of every
 // v), fma(a, b, acc), hsum(V) (folding the lanes in halves: (i, i + lanes/2) first),
@@ -16,6 +17,11 @@
 // even-indexed elements into floats, a mask the odd ones, with no shuffle instructions (the
 // bottleneck of widening). x is permuted once per call to match: in each chunk of 2 x lanes,
 // its even elements first, then its odd ones.
+//
+// With a lead (lead_for), the dot tiles and packed panels read each W row rotated right by `lead`
+// elements (ops/kernels.h), in chunks of k_step: chunk c > 0 is the row's elements from
+// c * k_step - lead, chunk 0 its last `lead` elements, then its first. Every load then starts on a
+// chunk boundary of memory; chunk 0 is two masked loads.
 #pragma once
 
 #include <immintrin.h>
@@ -58,6 +64,35 @@ constexpr size_t kPrefetchBytes = 512;
 // bandwidth while the core computes (LM head, 2 threads: one token 11.4 -> 10.3 ms, four 15.1 -> 10.8).
 constexpr size_t kL2PrefetchBytes = size_t(16) << 10;
 
+// The lead that puts every W chunk on whole vectors of memory (cache lines on AVX-512): a
+// safetensors file places its tensors wherever its header ends (Qwen3-0.6B's random model: 40
+// bytes past a cache line), and loads that span two lines made decode 1.25x slower (33.7 against
+// 42.2 tokens/s, the same file with its header padded). A lead needs rows of whole chunks, so that
+// every row has the same one, and for bf16, whole pairs; else 0. Any lead of 0 .. k_step - 1 (even
+// for bf16) gives a right product for any placement of W of that K: this one is only the fastest.
+template <class S, class W>
+int lead_for(const void* w, int K) {
+  constexpr int ks = k_step<S, W>();
+  const auto at = reinterpret_cast<uintptr_t>(w);
+  if (std::is_same_v<W, F16> || K % ks || at % 4) return 0;
+  return int(at % (ks * sizeof_w<W>()) / sizeof_w<W>());
+}
+
+// The W chunk at element k of a row as one vector (bf16: as pairs). Wrap: chunk 0 of a row
+// rotated by a lead (k = -lead), its lanes from the row's end, then from its start; float and
+// bf16 only (f16 has no lead). Inlined: a call spilled the tiles' accumulators (6-row tiles 1.25x slower).
+template <class S, class W, bool Wrap>
+[[gnu::always_inline]] inline typename S::V load_chunk(const void* row, int k, int K) {
+  if constexpr (!Wrap) {
+    if constexpr (kPaired<W>) return S::load_pairs(static_cast<const uint16_t*>(row) + k);
+    else return load_w<S, W>(row, k);
+  } else {
+    const int lead = -k, split = lead / (kPaired<W> ? 2 : 1);  // lanes from the row's end
+    auto at = [&](int i) { return reinterpret_cast<const float*>(static_cast<const char*>(row) + ptrdiff_t(i) * sizeof_w<W>()); };
+    return S::load_part(S::load_part(S::zero(), at(-lead), split, S::lanes), at(K - lead), 0, split);
+  }
+}
+
 template <class W>
 inline float scalar_w(const void* w, size_t i) {
   return float_at(std::is_same_v<W, float> ? DType::f32 : std::is_same_v<W, Bf16> ? DType::bf16 : DType::f16, w, i);
@@ -89,37 +124,44 @@ inline void fma_row(typename S::V xv, const typename S::V* w, typename S::V* acc
   asm volatile("" : : "v"(xv));
 }
 
-// An MR x NR block of outputs. Each output accumulates lane-wise over K in steps of S::lanes,
-// then sums the lanes (hsum, a fixed tree), then adds the K % lanes tail in order: the same
-// sequence of operations for every tile shape, so batching never changes a result. x is the
-// tile's first row in interleave_rows' layout, each chunk xs floats after the one before.
+// An MR x NR block of outputs. Each output accumulates lane-wise over K in chunks of k_step
+// (rotated by lead), then sums the lanes (hsum, a fixed tree), then adds the K % k_step tail in
+// order: the same sequence of operations for every tile shape, so batching never changes a result.
+// x is the tile's first row in interleave_rows' layout, each chunk xs floats after the one before.
 template <class S, class W, int MR, int NR>
-inline void tile(const float* x, size_t xs, int K, const void* w, int n, float* y, int ldy) {
+inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int n, float* y, int ldy) {
   constexpr int ks = k_step<S, W>();
   using V = typename S::V;
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
-  const int kv = K - K % ks;
-  const float* xk = x;  // chunk k / ks
-  for (int k = 0; k < kv; k += ks, xk += xs) {
+  const char* rows[NR];
+  for (int c = 0; c < NR; ++c) rows[c] = static_cast<const char*>(w) + size_t(n + c) * K * sizeof_w<W>();
+  const float* xk = x;  // the current chunk's
+  // The chunk at element k; wrap: a lead's chunk 0. Inlined, or acc leaves the registers.
+  auto step = [&](auto wrap, int k) __attribute__((always_inline)) {
+    constexpr bool kWrap = decltype(wrap)::value;
     for (int c = 0; c < NR; ++c) {  // weight rows stream from memory: fetch them well ahead
-      const char* row = static_cast<const char*>(w) + (size_t(n + c) * K + k) * sizeof_w<W>();
-      _mm_prefetch(row + kPrefetchBytes, _MM_HINT_T0);
-      _mm_prefetch(row + kL2PrefetchBytes, _MM_HINT_T1);
+      const char* at = rows[c] + ptrdiff_t(k) * sizeof_w<W>();
+      _mm_prefetch(at + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(at + kL2PrefetchBytes, _MM_HINT_T1);
     }
     V wv[NR];
     if constexpr (kPaired<W>) {
-      const uint16_t* wb = static_cast<const uint16_t*>(w);
-      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_even(S::load_pairs(wb + size_t(n + c) * K + k));
+      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_even(load_chunk<S, W, kWrap>(rows[c], k, K));
       for (int r = 0; r < MR; ++r) fma_row<S, NR>(S::load(xk + r * ks), wv, acc[r]);
-      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_odd(S::load_pairs(wb + size_t(n + c) * K + k));
+      for (int c = 0; c < NR; ++c) wv[c] = S::bf16_odd(load_chunk<S, W, kWrap>(rows[c], k, K));
       for (int r = 0; r < MR; ++r) fma_row<S, NR>(S::load(xk + r * ks + S::lanes), wv, acc[r]);
     } else {
-      for (int c = 0; c < NR; ++c) wv[c] = load_w<S, W>(w, size_t(n + c) * K + k);
+      for (int c = 0; c < NR; ++c) wv[c] = load_chunk<S, W, kWrap>(rows[c], k, K);
       for (int r = 0; r < MR; ++r) fma_row<S, NR>(S::load(xk + r * ks), wv, acc[r]);
     }
-  }
+    xk += xs;
+  };
+  int c = 0;
+  if (lead) step(std::true_type{}, -lead), c = 1;
+  for (; c < K / ks; ++c) step(std::false_type{}, c * ks - lead);
+  const int kv = K - K % ks;  // the tail (no lead): in order, after the lanes' sums
   float sums[MR * NR];
   lane_sums<S>(&acc[0][0], MR * NR, sums);
   for (int r = 0; r < MR; ++r)
@@ -132,21 +174,21 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int n, float* 
 
 // MR rows of x against W rows [n0, n1) in tiles of NR rows.
 template <class S, class W, int MR, int NR>
-inline void row_group(const float* x, size_t xs, int K, const void* w, int n0, int n1, float* y, int ldy) {
+inline void row_group(const float* x, size_t xs, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
   int n = n0;
-  for (; n + NR <= n1; n += NR) tile<S, W, MR, NR>(x, xs, K, w, n, y, ldy);
-  for (; n < n1; ++n) tile<S, W, MR, 1>(x, xs, K, w, n, y, ldy);
+  for (; n + NR <= n1; n += NR) tile<S, W, MR, NR>(x, xs, K, w, lead, n, y, ldy);
+  for (; n < n1; ++n) tile<S, W, MR, 1>(x, xs, K, w, lead, n, y, ldy);
 }
 
 // row_group for a number of rows known only at run time (1 .. MR). Without NR, tiles take as many
 // W rows as the registers hold (S::nr): with few rows of x, the W rows in flight set the memory
 // parallelism.
 template <class S, class W, int MR, int NR = 0>
-inline void row_group_of(int rows, const float* x, size_t xs, int K, const void* w, int n0, int n1, float* y,
-                         int ldy) {
+inline void row_group_of(int rows, const float* x, size_t xs, int K, const void* w, int lead, int n0, int n1,
+                         float* y, int ldy) {
   if constexpr (MR > 0) {
-    if (rows == MR) return row_group<S, W, MR, NR ? NR : S::nr(MR)>(x, xs, K, w, n0, n1, y, ldy);
-    row_group_of<S, W, MR - 1, NR>(rows, x, xs, K, w, n0, n1, y, ldy);
+    if (rows == MR) return row_group<S, W, MR, NR ? NR : S::nr(MR)>(x, xs, K, w, lead, n0, n1, y, ldy);
+    row_group_of<S, W, MR - 1, NR>(rows, x, xs, K, w, lead, n0, n1, y, ldy);
   }
 }
 
@@ -187,7 +229,7 @@ void interleave_rows(const float* x, int T, int K, int t0, int t1, float* out) {
 // kPanelBytes that stay in L2 while each MR-row tile of the block takes the whole panel, NR rows
 // at a time (the tile's x stays in L1: measured 11% faster than tiles sharing NR rows of W).
 template <class S, class W, int MR>
-void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy) {
+void blocked(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
   constexpr int kTokenBlock = MR * (64 / MR), NR = S::nr(MR), ks = k_step<S, W>();
   static_assert(x_group<S>(S::MR_batch + 1) == MR);  // x in groups of MR rows (interleave_rows)
   const size_t row_floats = size_t(K + ks - 1) / ks * ks;  // of x as interleaved
@@ -199,9 +241,10 @@ void blocked(const float* x, int T, int K, const void* w, int n0, int n1, float*
       const int ne = nb + NP < n1 ? nb + NP : n1;
       int t = t0;
       for (; t + MR <= t1; t += MR)
-        row_group<S, W, MR, NR>(x + t * row_floats, MR * ks, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+        row_group<S, W, MR, NR>(x + t * row_floats, MR * ks, K, w, lead, nb, ne, y + size_t(t) * ldy, ldy);
       if (t < t1)  // the last rows of x: its last, shorter group
-        row_group_of<S, W, MR - 1, NR>(t1 - t, x + t * row_floats, (t1 - t) * ks, K, w, nb, ne, y + size_t(t) * ldy, ldy);
+        row_group_of<S, W, MR - 1, NR>(t1 - t, x + t * row_floats, (t1 - t) * ks, K, w, lead, nb, ne,
+                                       y + size_t(t) * ldy, ldy);
     }
   }
 }

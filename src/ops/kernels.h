@@ -1,6 +1,7 @@
 // The hot kernels, once per instruction set, behind one table chosen at start-up.
 #pragma once
 
+#include <algorithm>
 #include <string_view>
 
 #include "io/dtype.h"
@@ -9,9 +10,11 @@
 namespace qwen3::ops {
 
 // y[t * ldy + n] = dot(x[t, :K], w[n, :K]) for t < T and n in [n0, n1); w is row-major [N, K] of
-// the kernel's dtype. The reduction order of each output depends on K only, never on T or the
+// the kernel's dtype, each row read rotated right by `lead` elements (x[t] rotated to match, see
+// rotate_rows). The reduction order of each output depends on K and lead only, never on T or the
 // n range, so results do not change with batching or threading.
-using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int n0, int n1, float* y, int ldy);
+using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y,
+                              int ldy);
 
 // The same contract for block-quantized w (q8_0, q4_0) of N rows in the grouped layout of
 // io/quant_blocks.h, with x already quantized per row (quantize_x): xq [T, K] int8, xd [T, K / 32]
@@ -27,6 +30,10 @@ struct KernelTable {
   // tiles for many (sizes in prepared_floats). Rows [t0, t1) of T can be prepared in any split,
   // in parallel.
   MatmulKernel matmul[3];
+  // The lead for w: the rotation that puts the kernels' loads on whole cache lines wherever the
+  // file placed the matrix. A lead returned for any w of the same K and dtype gives the right
+  // product (maybe only a slower one).
+  int (*lead[3])(const void* w, int K);
   void (*prepare_x[3])(const float* x, int T, int K, int t0, int t1, float* out);
   size_t (*prepared_floats)(int T, int K);
   int tile_rows;  // rows per token tile of prepared x: splits at its multiples keep tiles whole
@@ -51,6 +58,15 @@ struct KernelTable {
   QuantMatmulKernel matmul_q8_0 = nullptr;
   QuantMatmulKernel matmul_q4_0 = nullptr;
 };
+
+// Rows [t0, t1) of x [T, K] rotated right by `lead`: out[t, k] = x[t, (k - lead) mod K], as a
+// matmul of that lead reads W's rows.
+inline void rotate_rows(const float* x, int K, int lead, int t0, int t1, float* out) {
+  for (int t = t0; t < t1; ++t) {
+    const float* row = x + size_t(t) * K;
+    std::rotate_copy(row, row + K - lead, row + K, out + size_t(t) * K);
+  }
+}
 
 // The integer kernels of each instruction set, added to its table (the same CPU requirements).
 KernelTable with_reference_quant(KernelTable t);

@@ -20,6 +20,7 @@ class Runtime {
   const KernelTable& kernels;
   cpu::ThreadPool pool;
   io::Buffer<float> xf;    // activations laid out for the float kernels (prepare_x), reused
+  io::Buffer<float> xr;    // [T, K] activations rotated by the weights' lead, where they have one
   io::Buffer<int8_t> xq;   // [T, K] activations quantized for the integer kernels, reused
   io::Buffer<float> xd;    // [T, K / 32] their scales
   io::Buffer<int32_t> xs;  // [T, K / 32] their block sums
@@ -89,20 +90,28 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
   constexpr int kRowsPerUnit = kQuantRows;
   const int K = products.begin()->w.cols;
   const DType dtype = products.begin()->w.dtype;
+  const bool quantized = is_block_quantized(dtype);
+  auto lead = [&](const Matrix& w) { return quantized ? 0 : rt.kernels.lead[int(dtype)](w.data, K); };
+  const int first_lead = lead(products.begin()->w);
   int units = 0;
   for (const Product& p : products) {
-    if (p.w.dtype != dtype) {  // x is prepared for one dtype: a folder mixing them goes one by one
+    // x is prepared for one dtype and lead: a folder mixing dtypes, or placing matrices at odd
+    // offsets, has its products one by one
+    if (p.w.dtype != dtype || lead(p.w) != first_lead) {
       for (const Product& q : products) matmul(rt, x, T, {q});
       return;
     }
     units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
   }
-  const bool quantized = is_block_quantized(dtype);
   if (!quantized) {
     at_least(rt.xf, rt.kernels.prepared_floats(T, K));
+    if (first_lead) at_least(rt.xr, size_t(T) * K);
+    const float* rows = first_lead ? rt.xr.data() : x;
     const int g = rt.kernels.tile_rows;
     rt.pool.run((T + g - 1) / g, [&](int b, int e) {
-      rt.kernels.prepare_x[int(dtype)](x, T, K, b * g, std::min(T, e * g), rt.xf.data());
+      const int t0 = b * g, t1 = std::min(T, e * g);
+      if (first_lead) rotate_rows(x, K, first_lead, t0, t1, rt.xr.data());
+      rt.kernels.prepare_x[int(dtype)](rows, T, K, t0, t1, rt.xf.data());
     });
   } else {
     // Each row of x is quantized once here, not once per thread inside the kernel.
@@ -127,7 +136,7 @@ void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> p
           (dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
               rt.xq.data(), rt.xd.data(), rt.xs.data(), T, K, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
         else
-          rt.kernels.matmul[int(dtype)](rt.xf.data(), T, K, p.w.data, n0, n1, p.y, p.w.rows);
+          rt.kernels.matmul[int(dtype)](rt.xf.data(), T, K, p.w.data, first_lead, n0, n1, p.y, p.w.rows);
       }
       first += n_units;
     }

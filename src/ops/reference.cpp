@@ -16,16 +16,17 @@ float weight_at(const void* w, size_t i) {
 }
 
 template <DType T>
-void matmul(const float* x, int T_, int K, const void* w, int n0, int n1, float* y, int ldy) {
+void matmul(const float* x, int T_, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
   for (int t = 0; t < T_; ++t)
     for (int n = n0; n < n1; ++n) {
       float acc = 0;
-      for (int k = 0; k < K; ++k) acc += x[size_t(t) * K + k] * weight_at<T>(w, size_t(n) * K + k);
+      for (int k = 0; k < K; ++k) acc += x[size_t(t) * K + k] * weight_at<T>(w, size_t(n) * K + (k + K - lead) % K);
       y[size_t(t) * ldy + n] = acc;
     }
 }
 
-// The reference kernels read x as it is.
+// The reference kernels read x as it is, and W's rows in order (they take any lead, choose none).
+int lead(const void*, int) { return 0; }
 void prepare_x(const float* x, int, int K, int t0, int t1, float* out) {
   std::copy(x + size_t(t0) * K, x + size_t(t1) * K, out + size_t(t0) * K);
 }
@@ -76,7 +77,7 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
       {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, {key_scores<DType::f32>, key_scores<DType::f16>},
+       {lead, lead, lead}, {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, {key_scores<DType::f32>, key_scores<DType::f16>},
        {weighted_sum<DType::f32>, weighted_sum<DType::f16>}, softmax, rms_norm,
        silu_mul});
   return table;

@@ -204,7 +204,12 @@ TEST(ModelLoad, ShardedCheckpointLoadsLikeOneFile) {
   std::vector<TokenId> p = {1, 2, 3, 4};
   Sequence a(*sharded), b(*single);
   BatchItem ia{&a, p, false}, ib{&b, p, false};
-  EXPECT_EQ(sharded->step({&ia, 1}), single->step({&ib, 1}));
+  // The kernels read each matrix where its file put it, rotated to the cache lines there
+  // (ops/kernels.h): tensors moved to other offsets give the same logits up to rounding.
+  const auto got = sharded->step({&ia, 1}), want = single->step({&ib, 1});
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(got[0].size(), want[0].size());
+  for (size_t i = 0; i < want[0].size(); ++i) EXPECT_NEAR(got[0][i], want[0][i], 1e-4f) << "logit " << i;
   fs::remove_all(dir);
 }
 

@@ -31,7 +31,29 @@ struct Weights {
   const void* data(size_t offset) const {
     return dtype == DType::f32 ? static_cast<const void*>(f32.data() + offset) : half.data() + offset;
   }
+  float value(size_t i) const {
+    return dtype == DType::f32 ? f32[i] : dtype == DType::bf16 ? bf16_to_f32(half[i]) : f16_to_f32(half[i]);
+  }
 };
+
+// A dot product of K terms in any order is within K * eps * sum|x_k w_k| of exact; two results
+// are within twice that of each other. x: K values, w: the row's first element.
+float dot_tolerance(const float* x, const Weights& w, size_t row_at, int K) {
+  float sum_abs = 0;
+  for (int k = 0; k < K; ++k) sum_abs += std::abs(x[k] * w.value(row_at + k));
+  return 2 * K * std::numeric_limits<float>::epsilon() * sum_abs;
+}
+
+// The product of rows [0, T) of x with W rows [n0, n1) as ops::matmul runs it: x rotated by W's
+// lead, laid out for the kernels (rows prepared in pieces of `piece`, as threads do).
+void product(const KernelTable& kt, DType dtype, const float* x, int T, int K, const void* w, int n0, int n1,
+             float* y, int ldy, int piece = 1 << 30) {
+  const int lead = kt.lead[int(dtype)](w, K);
+  std::vector<float> rotated(size_t(T) * K), prepared(kt.prepared_floats(T, K));
+  rotate_rows(x, K, lead, 0, T, rotated.data());
+  for (int t0 = 0; t0 < T; t0 += piece) kt.prepare_x[int(dtype)](rotated.data(), T, K, t0, std::min(T, t0 + piece), prepared.data());
+  kt.matmul[int(dtype)](prepared.data(), T, K, w, lead, n0, n1, y, ldy);
+}
 
 Weights random_weights(DType dtype, size_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1, 1);
@@ -46,7 +68,6 @@ Weights random_weights(DType dtype, size_t n, std::mt19937& rng) {
 }
 
 TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
-  const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const KernelTable* kt : simd_tables()) {
@@ -65,10 +86,8 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           std::vector<float> want(size_t(T) * ldy, sentinel), got(size_t(T) * ldy, sentinel);
           const float* xp = x.data() + misalign;
           const void* wp = w.data(misalign);
-          reference_kernels().matmul[int(dtype)](xp, T, K, wp, n0, n1, want.data(), ldy);
-          std::vector<float> prepared(kt->prepared_floats(T, K));  // the kernels read x in their own layout
-          kt->prepare_x[int(dtype)](xp, T, K, 0, T, prepared.data());
-          kt->matmul[int(dtype)](prepared.data(), T, K, wp, n0, n1, got.data(), ldy);
+          reference_kernels().matmul[int(dtype)](xp, T, K, wp, 0, n0, n1, want.data(), ldy);
+          product(*kt, dtype, xp, T, K, wp, n0, n1, got.data(), ldy);
           for (int t = 0; t < T; ++t)
             for (int n = 0; n < ldy; ++n) {
               const size_t i = size_t(t) * ldy + n;
@@ -76,16 +95,7 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
                 ASSERT_EQ(got[i], sentinel) << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
                 continue;
               }
-              // A dot product of K terms in any order is within K * eps * sum|x_k w_k| of exact;
-              // both results are, so they are within twice that of each other.
-              float sum_abs = 0;
-              for (int k = 0; k < K; ++k) {
-                float wk = dtype == DType::f32 ? w.f32[misalign + size_t(n) * K + k]
-                           : dtype == DType::bf16 ? bf16_to_f32(w.half[misalign + size_t(n) * K + k])
-                                                  : f16_to_f32(w.half[misalign + size_t(n) * K + k]);
-                sum_abs += std::abs(xp[size_t(t) * K + k] * wk);
-              }
-              const float tol = 2 * K * eps * sum_abs;
+              const float tol = dot_tolerance(xp + size_t(t) * K, w, misalign + size_t(n) * K, K);
               ASSERT_NEAR(got[i], want[i], tol) << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype)
                                                 << ", K " << K << ", T " << T << ", t " << t << ", n " << n;
             }
@@ -109,20 +119,71 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
           std::vector<float> x(size_t(T) * K);
           for (auto& v : x) v = u(rng);
           std::vector<float> all(size_t(T) * N), one(N);
-          std::vector<float> xb(kt->prepared_floats(T, K)), xt(kt->prepared_floats(1, K));
-          for (int t0 = 0; t0 < T; t0 += 29)  // rows prepared in pieces, as threads do: whole and split tiles
-            kt->prepare_x[int(dtype)](x.data(), T, K, t0, std::min(T, t0 + 29), xb.data());
-          kt->matmul[int(dtype)](xb.data(), T, K, w.data(0), 0, N, all.data(), N);
+          // Rows prepared in pieces, as threads do: whole and split tiles.
+          product(*kt, dtype, x.data(), T, K, w.data(0), 0, N, all.data(), N, 29);
           for (int t = 0; t < T; ++t) {
             // Alone, and split into odd row ranges as threads would.
-            kt->prepare_x[int(dtype)](&x[size_t(t) * K], 1, K, 0, 1, xt.data());
-            kt->matmul[int(dtype)](xt.data(), 1, K, w.data(0), 0, 5, one.data(), N);
-            kt->matmul[int(dtype)](xt.data(), 1, K, w.data(0), 5, N, one.data(), N);
+            product(*kt, dtype, &x[size_t(t) * K], 1, K, w.data(0), 0, 5, one.data(), N);
+            product(*kt, dtype, &x[size_t(t) * K], 1, K, w.data(0), 5, N, one.data(), N);
             for (int n = 0; n < N; ++n)
               ASSERT_EQ(one[n], all[size_t(t) * N + n])
                   << kt->name << " " << dtype_name(dtype) << " K=" << K << " T=" << T << " t=" << t << " n=" << n;
           }
         }
+}
+
+// A mapped file puts a matrix at any offset: the kernels then read each row rotated by a lead that
+// puts their loads on whole cache lines. Every placement: the reference's results within
+// rounding, and for each row, the same bits on every path (one token, a few, a short prompt,
+// packed panels).
+TEST(MatmulKernel, AnyPlacementOfTheWeightsGivesTheSameRowResults) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int N = 37, K = 256, T = 100;
+  for (const KernelTable* kt : simd_tables())
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      Weights w = random_weights(dtype, size_t(N) * K + 32, rng);
+      std::vector<float> x(size_t(T) * K);
+      for (auto& v : x) v = kt == &avx512_bf16_kernels() && dtype == DType::bf16 ? bf16_to_f32(f32_to_bf16(u(rng))) : u(rng);
+      int leads = 0;
+      for (int offset = 0; offset < 32; ++offset) {  // every placement within a cache line
+        const void* wp = w.data(offset);
+        leads += kt->lead[int(dtype)](wp, K) > 0;
+        std::vector<float> want(size_t(T) * N), all(want.size()), few(want.size());
+        reference_kernels().matmul[int(dtype)](x.data(), T, K, wp, 0, 0, N, want.data(), N);
+        product(*kt, dtype, x.data(), T, K, wp, 0, N, all.data(), N);
+        for (int t = 0; t < T; ++t)
+          for (int n = 0; n < N; ++n)
+            ASSERT_NEAR(all[size_t(t) * N + n], want[size_t(t) * N + n],
+                        dot_tolerance(&x[size_t(t) * K], w, offset + size_t(n) * K, K))
+                << kt->name << " " << dtype_name(dtype) << " offset " << offset << " t=" << t << " n=" << n;
+        for (int rows : {1, 5, 20}) {
+          product(*kt, dtype, x.data(), rows, K, wp, 0, N, few.data(), N);
+          for (size_t i = 0; i < size_t(rows) * N; ++i)
+            ASSERT_EQ(few[i], all[i]) << kt->name << " " << dtype_name(dtype) << " offset " << offset << " rows " << rows;
+        }
+      }
+      EXPECT_GE(leads, 8) << kt->name << " " << dtype_name(dtype) << ": placements that take a lead";
+    }
+}
+
+// The reference takes any lead too: W's rows read rotated, against x rotated alike.
+TEST(MatmulKernel, ReferenceReadsRowsRotatedByTheLead) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int N = 3, K = 40, T = 2;
+  Weights w = random_weights(DType::f32, size_t(N) * K, rng);
+  std::vector<float> x(size_t(T) * K), rotated(x.size()), want(size_t(T) * N), got(want.size());
+  for (auto& v : x) v = u(rng);
+  reference_kernels().matmul[int(DType::f32)](x.data(), T, K, w.data(0), 0, 0, N, want.data(), N);
+  for (int lead : {1, 7, 39}) {
+    rotate_rows(x.data(), K, lead, 0, T, rotated.data());
+    EXPECT_EQ(rotated[lead], x[0]);
+    EXPECT_EQ(rotated[0], x[K - lead]);
+    reference_kernels().matmul[int(DType::f32)](rotated.data(), T, K, w.data(0), lead, 0, N, got.data(), N);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], dot_tolerance(&x[i / N * K], w, i % N * K, K)) << "lead " << lead;
+  }
 }
 
 // x is prepared for one weight dtype per call: products of two dtypes in one call (a folder that

@@ -18,6 +18,13 @@ struct Avx2 {
   static V set1(float a) { return _mm256_set1_ps(a); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  // v with lanes [lo, hi) loaded from p; memory outside those lanes is not touched.
+  static V load_part(V v, const float* p, int lo, int hi) {
+    const __m256i i = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), i),  // i >= lo
+                                           _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), i));  // i < hi
+    return _mm256_blendv_ps(v, _mm256_maskload_ps(p, in), _mm256_castsi256_ps(in));
+  }
   // 2 x lanes bf16 values as 32-bit pairs; of those, the even elements (a shift), the odd (a mask).
   static V load_pairs(const uint16_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
   static V bf16_even(V pairs) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(pairs), 16)); }

@@ -19,6 +19,10 @@ struct Avx512 {
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  // v with lanes [lo, hi) loaded from p; memory outside those lanes is not touched.
+  static V load_part(V v, const float* p, int lo, int hi) {
+    return _mm512_mask_loadu_ps(v, _cvtu32_mask16(((1u << hi) - 1) & ~((1u << lo) - 1)), p);
+  }
   // 2 x lanes bf16 values as 32-bit pairs; of those, the even elements (a shift), the odd (a mask).
   static V load_pairs(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_loadu_si512(p)); }
   static V bf16_even(V pairs) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(pairs), 16)); }

@@ -3,7 +3,8 @@
 // adds them into 16 float lanes: twice the multiply-adds per instruction of widening W to floats,
 // which is what bounds a prompt's products. Every output takes the same steps whatever the tile
 // (lane i sums elements 32c + 2i and 32c + 2i + 1 for chunk c = 0, 1, ..., then one fixed
-// reduction of the lanes), so batching and threading still change no result.
+// reduction of the lanes), so batching and threading still change no result. With a lead, W's
+// rows are read rotated, as the float kernels read them (simd_kernels.h).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -46,9 +47,14 @@ void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
   }
 }
 
-// acc[r][c] += x row r . W row c over one chunk (32 elements; of W, the first `left` of them).
-template <int MR, int NR, bool Stream>
-inline void chunk(const uint16_t* xc, const uint16_t* const* wr, int k, int left, __m512 (&acc)[MR][NR]) {
+// Which part of a W row a chunk holds: 32 elements inside it, chunk 0 of a row rotated by a lead
+// (k = -lead), or the last K % 32 (the rest read as zero, as x's padding is).
+enum class Span { whole, wrap, tail };
+
+// acc[r][c] += x row r . W row c over the chunk at element k. Inlined: acc stays in registers.
+template <int MR, int NR, bool Stream, Span span>
+[[gnu::always_inline]] inline void chunk(const uint16_t* xc, const uint16_t* const* wr, int k, int K,
+                                         __m512 (&acc)[MR][NR]) {
   __m512i wv[NR];
 #pragma GCC unroll 8
   for (int c = 0; c < NR; ++c) {
@@ -57,7 +63,9 @@ inline void chunk(const uint16_t* xc, const uint16_t* const* wr, int k, int left
       _mm_prefetch(reinterpret_cast<const char*>(at) + kPrefetchBytes, _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(at) + kL2PrefetchBytes, _MM_HINT_T1);
     }
-    wv[c] = left >= kChunk ? _mm512_loadu_si512(at) : _mm512_maskz_loadu_epi16(_cvtu32_mask32((1u << left) - 1), at);
+    if constexpr (span == Span::whole) wv[c] = _mm512_loadu_si512(at);
+    else if constexpr (span == Span::wrap) wv[c] = _mm512_castps_si512(load_chunk<Avx512, Bf16, true>(wr[c], k, K));
+    else wv[c] = _mm512_maskz_loadu_epi16(_cvtu32_mask32((1u << (K - k)) - 1), at);
   }
   if constexpr (!Stream) {  // W is in L1: x, from L2, is the stream (measured 5-10% faster)
 #pragma GCC unroll 8
@@ -76,7 +84,7 @@ inline void chunk(const uint16_t* xc, const uint16_t* const* wr, int k, int left
 
 // MR rows of x (a group of `rows`, from its first row's chunk 0 at x) against W rows n .. n+NR-1.
 template <int MR, int NR, bool Stream>
-inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int n, float* y, int ldy) {
+inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int lead, int n, float* y, int ldy) {
   __m512 acc[MR][NR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
@@ -84,10 +92,12 @@ inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int n, f
     for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
   const uint16_t* wr[NR];
   for (int c = 0; c < NR; ++c) wr[c] = w + size_t(n + c) * K;
+  auto x_at = [&](int ch) { return x + size_t(ch) * rows * kChunk; };
   const int full = K / kChunk;
-  for (int ch = 0; ch < full; ++ch) chunk<MR, NR, Stream>(x + size_t(ch) * rows * kChunk, wr, ch * kChunk, kChunk, acc);
-  if (K % kChunk)  // the tail: W's missing elements read as zero, as x's padding is
-    chunk<MR, NR, Stream>(x + size_t(full) * rows * kChunk, wr, full * kChunk, K % kChunk, acc);
+  int ch = 0;
+  if (lead) chunk<MR, NR, Stream, Span::wrap>(x_at(ch++), wr, -lead, K, acc);
+  for (; ch < full; ++ch) chunk<MR, NR, Stream, Span::whole>(x_at(ch), wr, ch * kChunk - lead, K, acc);
+  if (K % kChunk) chunk<MR, NR, Stream, Span::tail>(x_at(full), wr, full * kChunk, K, acc);
   float sums[MR * NR];
   lane_sums<Avx512>(&acc[0][0], MR * NR, sums);
   for (int r = 0; r < MR; ++r)
@@ -95,49 +105,50 @@ inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int n, f
 }
 
 template <int MR, int NR, bool Stream>
-void row_group(const uint16_t* x, int rows, int K, const uint16_t* w, int n0, int n1, float* y, int ldy) {
+void row_group(const uint16_t* x, int rows, int K, const uint16_t* w, int lead, int n0, int n1, float* y, int ldy) {
   int n = n0;
-  for (; n + NR <= n1; n += NR) tile<MR, NR, Stream>(x, rows, K, w, n, y, ldy);
-  for (; n < n1; ++n) tile<MR, 1, Stream>(x, rows, K, w, n, y, ldy);
+  for (; n + NR <= n1; n += NR) tile<MR, NR, Stream>(x, rows, K, w, lead, n, y, ldy);
+  for (; n < n1; ++n) tile<MR, 1, Stream>(x, rows, K, w, lead, n, y, ldy);
 }
 
 // row_group for a number of rows (1 .. MR) known only at run time.
 template <int MR, bool Stream>
-void row_group_of(int rows, const uint16_t* x, int K, const uint16_t* w, int n0, int n1, float* y, int ldy) {
+void row_group_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lead, int n0, int n1, float* y,
+                  int ldy) {
   if constexpr (MR > 0) {
-    if (rows == MR) return row_group<MR, Avx512::nr(MR), Stream>(x, rows, K, w, n0, n1, y, ldy);
-    row_group_of<MR - 1, Stream>(rows, x, K, w, n0, n1, y, ldy);
+    if (rows == MR) return row_group<MR, Avx512::nr(MR), Stream>(x, rows, K, w, lead, n0, n1, y, ldy);
+    row_group_of<MR - 1, Stream>(rows, x, K, w, lead, n0, n1, y, ldy);
   }
 }
 
 // tile for a number of rows of x (1 .. MR, a whole group) known only at run time.
 template <int MR, int NR, bool Stream>
-void tile_of(int rows, const uint16_t* x, int K, const uint16_t* w, int n, float* y, int ldy) {
+void tile_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lead, int n, float* y, int ldy) {
   if constexpr (MR > 0) {
-    if (rows < MR) return tile_of<MR - 1, NR, Stream>(rows, x, K, w, n, y, ldy);
-    tile<MR, NR, Stream>(x, MR, K, w, n, y, ldy);
+    if (rows < MR) return tile_of<MR - 1, NR, Stream>(rows, x, K, w, lead, n, y, ldy);
+    tile<MR, NR, Stream>(x, MR, K, w, lead, n, y, ldy);
   }
 }
 
 // Decode's rows in one tile, W streaming past once. A prompt's rows in blocks that stay in L2,
 // W in tiles of NR rows that each block's groups of x meet in turn: the first group streams the
 // W rows from memory (prefetching ahead), the others find them in L1.
-void matmul(const float* xf, int T, int K, const void* wv, int n0, int n1, float* y, int ldy) {
+void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int n1, float* y, int ldy) {
   const auto* x = reinterpret_cast<const uint16_t*>(xf);
   const auto* w = static_cast<const uint16_t*>(wv);
   const size_t row = size_t(chunks_of(K)) * kChunk;  // bf16 elements of one prepared row
-  if (T <= kBatchRows) return row_group_of<kBatchRows, true>(T, x, K, w, n0, n1, y, ldy);
+  if (T <= kBatchRows) return row_group_of<kBatchRows, true>(T, x, K, w, lead, n0, n1, y, ldy);
   constexpr int kTokenBlock = 20 * kMR, NR = Avx512::nr(kMR);
   for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
     const int t1 = std::min(T, t0 + kTokenBlock);
     int n = n0;
     for (; n + NR <= n1; n += NR) {
-      tile_of<kMR, NR, true>(std::min(kMR, t1 - t0), x + t0 * row, K, w, n, y + size_t(t0) * ldy, ldy);
+      tile_of<kMR, NR, true>(std::min(kMR, t1 - t0), x + t0 * row, K, w, lead, n, y + size_t(t0) * ldy, ldy);
       for (int t = t0 + kMR; t < t1; t += kMR)
-        tile_of<kMR, NR, false>(std::min(kMR, t1 - t), x + t * row, K, w, n, y + size_t(t) * ldy, ldy);
+        tile_of<kMR, NR, false>(std::min(kMR, t1 - t), x + t * row, K, w, lead, n, y + size_t(t) * ldy, ldy);
     }
     for (int t = t0; t < t1; t += kMR)  // the last W rows, fewer than NR
-      row_group_of<kMR, false>(std::min(kMR, t1 - t), x + t * row, K, w, n, n1, y + size_t(t) * ldy, ldy);
+      row_group_of<kMR, false>(std::min(kMR, t1 - t), x + t * row, K, w, lead, n, n1, y + size_t(t) * ldy, ldy);
   }
 }
 
@@ -150,6 +161,7 @@ namespace qwen3::ops {
 KernelTable with_avx512_bf16_dot(KernelTable t) {
   t.name = "avx512-bf16";
   t.matmul[int(DType::bf16)] = cpu::matmul;
+  t.lead[int(DType::bf16)] = cpu::lead_for<cpu::Avx512, cpu::Bf16>;  // the same 64-byte chunks
   t.prepare_x[int(DType::bf16)] = cpu::prepare_x;
   return t;
 }
