@@ -6,8 +6,8 @@
 // packed_mr, packed_nr and packed_min_tokens (the tiles of packed_matmul.h and the fewest rows
 // that take them), weighted_rows (rows per weighted_sum tile), registers (vector registers), add,
 // sub, mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
-// zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_part(p,
-// v, lo, hi) (v with lanes [lo, hi) loaded from p; nothing outside them touched), load_f16,
+// zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_part(v,
+// p, lo, hi) (v with lanes [lo, hi) loaded from p; nothing outside them touched), load_f16,
 // load_pairs, bf16_even / bf16_odd (see below), deinterleave(a, b, even, odd) (the even- and the
 // odd-indexed elements of the 2 x lanes floats a, b), transpose(V[lanes]) (v[i] becomes lane i of every
 // v), fma(a, b, acc), hsum(V) (folding the lanes in halves: (i, i + lanes/2) first),
@@ -138,7 +138,8 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int 
   const char* rows[NR];
   for (int c = 0; c < NR; ++c) rows[c] = static_cast<const char*>(w) + size_t(n + c) * K * sizeof_w<W>();
   const float* xk = x;  // the current chunk's
-  // The chunk at element k; wrap: a lead's chunk 0. Inlined, or acc leaves the registers.
+  // The chunk at element k; wrap: a lead's chunk 0. Inlined, or acc leaves the registers (the
+  // GNU spelling: a [[gnu::always_inline]] after the parameters binds to the lambda's type).
   auto step = [&](auto wrap, int k) __attribute__((always_inline)) {
     constexpr bool kWrap = decltype(wrap)::value;
     for (int c = 0; c < NR; ++c) {  // weight rows stream from memory: fetch them well ahead
