@@ -98,6 +98,16 @@ inline float scalar_w(const void* w, size_t i) {
   return float_at(std::is_same_v<W, float> ? DType::f32 : std::is_same_v<W, Bf16> ? DType::bf16 : DType::f16, w, i);
 }
 
+// The first lines of the next tile's W rows (`rows` rows of row_bytes from next) into L1: the
+// in-row prefetches run ahead only within a row, so each tile's rows began with misses (two
+// threads, the bf16 products of a decode step: 26.2 -> 24.3 ms). A prefetch past the end of W
+// (after the last tile) is harmless: prefetches never fault.
+inline void prefetch_row_starts(const char* next, int rows, size_t row_bytes) {
+  constexpr size_t kRowStartBytes = 256;
+  for (int r = 0; r < rows; ++r)
+    for (size_t b = 0; b < kRowStartBytes; b += 64) _mm_prefetch(next + r * row_bytes + b, _MM_HINT_T0);
+}
+
 // Pins v to a register: without it GCC folds a loaded x vector into each of a tile's NR
 // multiply-adds, NR loads instead of one, and the 8 x 3 tiles run load-bound (1.6x slower).
 template <class V>
@@ -159,6 +169,7 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int 
     }
     xk += xs;
   };
+  prefetch_row_starts(rows[0] + size_t(NR) * K * sizeof_w<W>(), NR, size_t(K) * sizeof_w<W>());
   int c = 0;
   if (lead) step(std::true_type{}, -lead), c = 1;
   for (; c < K / ks; ++c) step(std::false_type{}, c * ks - lead);
