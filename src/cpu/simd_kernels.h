@@ -98,12 +98,13 @@ inline float scalar_w(const void* w, size_t i) {
   return float_at(std::is_same_v<W, float> ? DType::f32 : std::is_same_v<W, Bf16> ? DType::bf16 : DType::f16, w, i);
 }
 
-// The first lines of the next tile's W rows (`rows` rows of row_bytes from next) into L1: the
-// in-row prefetches run ahead only within a row, so each tile's rows began with misses (two
-// threads, the bf16 products of a decode step: 26.2 -> 24.3 ms). A prefetch past the end of W
-// (after the last tile) is harmless: prefetches never fault.
-inline void prefetch_row_starts(const char* next, int rows, size_t row_bytes) {
+// For a tile of `rows` W rows of row_bytes from `first`: the first lines of the next tile's rows
+// into L1. A tile's in-row prefetches run along its own rows, so the next tile's rows began with
+// misses (two threads, the bf16 products of a decode step: 26.2 -> 24.3 ms). A prefetch past
+// the end of W (after the last tile) is harmless: prefetches never fault.
+inline void prefetch_next_rows(const char* first, int rows, size_t row_bytes) {
   constexpr size_t kRowStartBytes = 256;
+  const char* next = first + rows * row_bytes;
   for (int r = 0; r < rows; ++r)
     for (size_t b = 0; b < kRowStartBytes; b += 64) _mm_prefetch(next + r * row_bytes + b, _MM_HINT_T0);
 }
@@ -169,7 +170,7 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int 
     }
     xk += xs;
   };
-  prefetch_row_starts(rows[0] + size_t(NR) * K * sizeof_w<W>(), NR, size_t(K) * sizeof_w<W>());
+  prefetch_next_rows(rows[0], NR, size_t(K) * sizeof_w<W>());
   int c = 0;
   if (lead) step(std::true_type{}, -lead), c = 1;
   for (; c < K / ks; ++c) step(std::false_type{}, c * ks - lead);

@@ -92,7 +92,7 @@ inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int lead
     for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
   const uint16_t* wr[NR];
   for (int c = 0; c < NR; ++c) wr[c] = w + size_t(n + c) * K;
-  if constexpr (Stream) prefetch_row_starts(reinterpret_cast<const char*>(wr[0] + size_t(NR) * K), NR, size_t(K) * 2);
+  if constexpr (Stream) prefetch_next_rows(reinterpret_cast<const char*>(wr[0]), NR, size_t(K) * 2);
   auto x_at = [&](int ch) { return x + size_t(ch) * rows * kChunk; };
   const int full = K / kChunk;
   int ch = 0;
