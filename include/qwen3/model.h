@@ -129,6 +129,10 @@ class Model {
   const char* isa() const;                            // the kernels in use
   int threads() const;
   uint64_t weight_bytes() const;  // bytes of weights read per decoded token
+  // GB/s of one plain read of those bytes on the model's threads, nothing computed: the bound a
+  // decode step's weight reads answer to, measured on the very memory that holds them (a file's
+  // pages in the page cache, or the huge pages it was read into) rather than on fresh memory.
+  double read_speed();
   const char* kv_cache() const;   // "f32" or "f16"
 
   // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,

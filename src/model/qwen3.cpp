@@ -1,6 +1,7 @@
 // The Qwen3 forward pass: one function per step of the math, calling ops only.
 // Names follow transformers' modeling_qwen3.py.
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <string>
 #include <thread>
@@ -235,6 +236,13 @@ Model::~Model() = default;
 const char* Model::isa() const { return ops::isa_name(*impl_->rt); }
 int Model::threads() const { return ops::thread_count(*impl_->rt); }
 uint64_t Model::weight_bytes() const { return impl_->w.bytes_per_token(); }
+double Model::read_speed() {
+  const auto matrices = impl_->w.per_token_matrices();
+  const auto t0 = std::chrono::steady_clock::now();
+  [[maybe_unused]] static volatile uint64_t sink;  // keeps the reads
+  sink = ops::read(*impl_->rt, matrices);
+  return weight_bytes() / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e9;
+}
 const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
 int Model::kv_element_bytes() const { return static_cast<int>(row_bytes(impl_->kv_cache, 1)); }
 

@@ -47,8 +47,6 @@ class Loader {
   const io::SafetensorsArchive& archive_;
 };
 
-uint64_t matrix_bytes(const ops::Matrix& m) { return uint64_t(m.rows) * row_bytes(m.dtype, m.cols); }
-
 }  // namespace
 
 std::vector<ops::Matrix> Weights::per_token_matrices() const {
@@ -61,7 +59,7 @@ std::vector<ops::Matrix> Weights::per_token_matrices() const {
 
 uint64_t Weights::bytes_per_token() const {
   uint64_t n = 0;
-  for (auto& m : per_token_matrices()) n += matrix_bytes(m);
+  for (auto& m : per_token_matrices()) n += m.bytes();
   return n;
 }
 
@@ -69,7 +67,7 @@ void prefault(const Weights& weights) {
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   for (auto& m : weights.per_token_matrices()) {
     const uintptr_t begin = reinterpret_cast<uintptr_t>(m.data) & ~(page - 1);
-    const uintptr_t end = reinterpret_cast<uintptr_t>(m.data) + matrix_bytes(m);
+    const uintptr_t end = reinterpret_cast<uintptr_t>(m.data) + m.bytes();
     madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
   }
 }

@@ -2,7 +2,10 @@
 #include "ops/ops.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -257,6 +260,33 @@ void add(Runtime& rt, float* x, const float* y, int n) {
   for_elements(rt, n, [&](int b, int e) {
     for (int i = b; i < e; ++i) x[i] += y[i];
   });
+}
+
+uint64_t read(Runtime& rt, std::span<const Matrix> matrices) {
+  // Units of 64 KiB, numbered across the matrices in order (as matmul's blocks of rows).
+  constexpr size_t kUnit = size_t(64) << 10;
+  std::vector<size_t> first_unit{0};  // matrix i's units: [first_unit[i], first_unit[i + 1])
+  for (const Matrix& m : matrices) first_unit.push_back(first_unit.back() + (m.bytes() + kUnit - 1) / kUnit);
+  std::atomic<uint64_t> total{0};
+  rt.pool.run(int(first_unit.back()), [&](int b, int e) {
+    uint64_t acc[8] = {};  // independent sums: the loads, not one chain of additions, set the pace
+    for (int u = b; u < e; ++u) {
+      const size_t i = std::upper_bound(first_unit.begin(), first_unit.end(), size_t(u)) - first_unit.begin() - 1;
+      const size_t at = (u - first_unit[i]) * kUnit, n = std::min(kUnit, matrices[i].bytes() - at);
+      const auto* p = static_cast<const uint8_t*>(matrices[i].data) + at;
+      auto word = [&](size_t j, size_t bytes) {  // little-endian, zero-padded
+        uint64_t w = 0;
+        std::memcpy(&w, p + j, bytes);
+        return w;
+      };
+      size_t j = 0;
+      for (; j + 64 <= n; j += 64)
+        for (int k = 0; k < 8; ++k) acc[k] += word(j + 8 * k, 8);
+      for (; j < n; j += 8) acc[0] += word(j, std::min<size_t>(8, n - j));
+    }
+    total += std::accumulate(acc, acc + 8, uint64_t(0));
+  });
+  return total;
 }
 
 }  // namespace qwen3::ops

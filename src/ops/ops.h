@@ -28,6 +28,7 @@ struct Matrix {
   const void* data = nullptr;
   int rows = 0;
   int cols = 0;
+  size_t bytes() const { return size_t(rows) * row_bytes(dtype, cols); }
 };
 
 // The kernels chosen for this CPU and the worker threads; one per model.
@@ -99,5 +100,11 @@ void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out
 
 // x += y.                                                            [n]
 void add(Runtime& rt, float* x, const float* y, int n);
+
+// Reads every byte of the matrices once, the threads in contiguous shares as a product streams
+// them, and does nothing else: the bandwidth decode answers to, for this very memory. Returns the
+// sum (mod 2^64) of each matrix's bytes as little-endian 64-bit words from its start, the last
+// one zero-padded: a value of every byte, so no read can be left out.
+uint64_t read(Runtime& rt, std::span<const Matrix> matrices);
 
 }  // namespace qwen3::ops

@@ -22,6 +22,11 @@ TEST(BenchCli, RunsTheTestsAskedForAndZeroSkipsOne) {
   auto both = run_qwen3("bench " + kTiny + " -p 4,8 -n 2 -r 1 -t 1 --json", "", false);
   ASSERT_EQ(both.exit_code, 0) << both.err;
   EXPECT_EQ(test_names(both.output), (std::vector<std::string>{"pp4", "pp8", "tg2"}));
+  // Decode's bandwidth and the plain read of the same weights it is set against; none for prefill.
+  const auto tests = nlohmann::json::parse(both.output)["tests"];
+  EXPECT_EQ(tests[0]["read_gb_s"].get<double>(), 0);
+  EXPECT_GT(tests[2]["gb_s"].get<double>(), 0);
+  EXPECT_GT(tests[2]["read_gb_s"].get<double>(), 0);
   auto decode_only = run_qwen3("bench " + kTiny + " -p 0 -n 2 -r 1 -t 1 --json", "", false);
   ASSERT_EQ(decode_only.exit_code, 0) << decode_only.err;
   EXPECT_EQ(test_names(decode_only.output), (std::vector<std::string>{"tg2"}));

@@ -142,20 +142,23 @@ void add_bench_command(CLI::App& app) {
                     "%.1f ms | %.3f GB weights/token\n",
                     model->config().summary(model->name()).c_str(), model->isa(), model->threads(), where.c_str(),
                     model->kv_cache(), load_s, stats(ttft).median * 1e3, gb_per_token);
-        std::printf("%-16s %10s %10s %10s %10s\n", "test", "tok/s", "sd", "median", "GB/s");
+        std::printf("%-16s %10s %10s %10s %10s %10s %7s\n", "test", "tok/s", "sd", "median", "GB/s", "read GB/s",
+                    "% read");
       }
-      auto add = [&](const std::string& name, std::vector<double> v, bool decode) {
+      // read: the median GB/s of plain reads of the weights just before a decode test, or 0.
+      auto add = [&](const std::string& name, std::vector<double> v, double read) {
         Stats s = stats(v);
-        const double gbs = decode ? s.median * gb_per_token / a->batch : 0;
+        const double gbs = read > 0 ? s.median * gb_per_token / a->batch : 0;
         if (!a->json) {
           std::printf("%-16s %10.2f %10.2f %10.2f", name.c_str(), s.mean, s.sd, s.median);
-          decode ? std::printf(" %10.2f\n", gbs) : std::printf(" %10s\n", "-");
+          read > 0 ? std::printf(" %10.2f %10.2f %6.0f%%\n", gbs, read, 100 * gbs / read)
+                   : std::printf(" %10s %10s %7s\n", "-", "-", "-");
         }
         report["tests"].push_back({{"test", name}, {"threads", model->threads()}, {"isa", model->isa()},
                                    {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
-                                   {"gb_s", gbs}, {"load_s", load_s}, {"ttft_ms", stats(ttft).median * 1e3},
-                                   {"mmap", options.mmap}, {"huge_page_share", huge}, {"depth", a->depth},
-                                   {"kv_cache", model->kv_cache()}});
+                                   {"gb_s", gbs}, {"read_gb_s", read}, {"load_s", load_s},
+                                   {"ttft_ms", stats(ttft).median * 1e3}, {"mmap", options.mmap},
+                                   {"huge_page_share", huge}, {"depth", a->depth}, {"kv_cache", model->kv_cache()}});
       };
       const std::string at = a->depth ? " @ d" + std::to_string(a->depth) : "";
       for (int p : a->prompts) {
@@ -164,14 +167,16 @@ void add_bench_command(CLI::App& app) {
         prefill_seconds(*model, s, p, a->depth);  // warm-up, as llama-bench's
         std::vector<double> v;
         for (int r = 0; r < a->reps; ++r) v.push_back(p / prefill_seconds(*model, s, p, a->depth));
-        add("pp" + std::to_string(p) + at, v, false);
+        add("pp" + std::to_string(p) + at, v, 0);
       }
       if (a->gen > 0) {
         std::vector<Sequence> seqs;
         for (int b = 0; b < a->batch; ++b) seqs.push_back(at_depth(*model, a->depth, a->gen + 1));
-        std::vector<double> v;
+        std::vector<double> v, read;
+        for (int r = 0; r < 7; ++r) read.push_back(model->read_speed());
         for (int r = 0; r < a->reps; ++r) v.push_back(generation_speed(*model, seqs, a->gen, a->depth));
-        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : "") + at, v, true);
+        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : "") + at, v,
+            stats(read).median);
       }
       report["model"] = model->config().summary(model->name());
       report["gb_per_token"] = gb_per_token;
