@@ -27,6 +27,8 @@ TEST(BenchCli, RunsTheTestsAskedForAndZeroSkipsOne) {
   EXPECT_EQ(tests[0]["read_gb_s"].get<double>(), 0);
   EXPECT_GT(tests[2]["gb_s"].get<double>(), 0);
   EXPECT_GT(tests[2]["read_gb_s"].get<double>(), 0);
+  EXPECT_GT(tests[2]["read_share"].get<double>(), 0);
+  EXPECT_EQ(tests[0]["read_share"].get<double>(), 0);
   auto decode_only = run_qwen3("bench " + kTiny + " -p 0 -n 2 -r 1 -t 1 --json", "", false);
   ASSERT_EQ(decode_only.exit_code, 0) << decode_only.err;
   EXPECT_EQ(test_names(decode_only.output), (std::vector<std::string>{"tg2"}));

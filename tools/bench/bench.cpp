@@ -145,18 +145,24 @@ void add_bench_command(CLI::App& app) {
         std::printf("%-16s %10s %10s %10s %10s %10s %7s\n", "test", "tok/s", "sd", "median", "GB/s", "read GB/s",
                     "% read");
       }
-      // read: the median GB/s of plain reads of the weights just before a decode test, or 0.
-      auto add = [&](const std::string& name, std::vector<double> v, double read) {
-        Stats s = stats(v);
-        const double gbs = read > 0 ? s.median * gb_per_token / a->batch : 0;
+      // reads: for a decode test, the GB/s of a plain read of the weights just before each
+      // repetition, so that each repetition's share of it is taken in the same moment of a
+      // shared machine; none for prefill.
+      auto add = [&](const std::string& name, const std::vector<double>& v, const std::vector<double>& reads) {
+        const Stats s = stats(v);
+        const bool decode = !reads.empty();
+        const double gbs = decode ? s.median * gb_per_token / a->batch : 0;
+        std::vector<double> shares;
+        for (size_t r = 0; r < reads.size(); ++r) shares.push_back(v[r] * gb_per_token / a->batch / reads[r]);
+        const double read = decode ? stats(reads).median : 0, share = decode ? stats(shares).median : 0;
         if (!a->json) {
           std::printf("%-16s %10.2f %10.2f %10.2f", name.c_str(), s.mean, s.sd, s.median);
-          read > 0 ? std::printf(" %10.2f %10.2f %6.0f%%\n", gbs, read, 100 * gbs / read)
-                   : std::printf(" %10s %10s %7s\n", "-", "-", "-");
+          decode ? std::printf(" %10.2f %10.2f %6.0f%%\n", gbs, read, 100 * share)
+                 : std::printf(" %10s %10s %7s\n", "-", "-", "-");
         }
         report["tests"].push_back({{"test", name}, {"threads", model->threads()}, {"isa", model->isa()},
                                    {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
-                                   {"gb_s", gbs}, {"read_gb_s", read}, {"load_s", load_s},
+                                   {"gb_s", gbs}, {"read_gb_s", read}, {"read_share", share}, {"load_s", load_s},
                                    {"ttft_ms", stats(ttft).median * 1e3}, {"mmap", options.mmap},
                                    {"huge_page_share", huge}, {"depth", a->depth}, {"kv_cache", model->kv_cache()}});
       };
@@ -167,16 +173,19 @@ void add_bench_command(CLI::App& app) {
         prefill_seconds(*model, s, p, a->depth);  // warm-up, as llama-bench's
         std::vector<double> v;
         for (int r = 0; r < a->reps; ++r) v.push_back(p / prefill_seconds(*model, s, p, a->depth));
-        add("pp" + std::to_string(p) + at, v, 0);
+        add("pp" + std::to_string(p) + at, v, {});
       }
       if (a->gen > 0) {
         std::vector<Sequence> seqs;
         for (int b = 0; b < a->batch; ++b) seqs.push_back(at_depth(*model, a->depth, a->gen + 1));
-        std::vector<double> v, read;
-        for (int r = 0; r < 7; ++r) read.push_back(model->read_speed());
-        for (int r = 0; r < a->reps; ++r) v.push_back(generation_speed(*model, seqs, a->gen, a->depth));
-        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : "") + at, v,
-            stats(read).median);
+        std::vector<double> v, reads;
+        for (int r = 0; r < a->reps; ++r) {
+          std::vector<double> read;
+          for (int i = 0; i < 3; ++i) read.push_back(model->read_speed());
+          reads.push_back(stats(read).median);
+          v.push_back(generation_speed(*model, seqs, a->gen, a->depth));
+        }
+        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : "") + at, v, reads);
       }
       report["model"] = model->config().summary(model->name());
       report["gb_per_token"] = gb_per_token;

@@ -8,7 +8,7 @@
 Runs the two engines interleaved, one repetition of every test at a time (pp16, pp128, pp512,
 tg128), so drift on a shared machine hits both alike, and prints the median tokens/s of each with
 the ratio, and decode's GB/s as a share of qwen3 bench's plain read of the same weights (its
-`read GB/s`: the same memory, just before the decode test). With --membw
+`read GB/s` and `% read`: the same memory, just before the decode run). With --membw
 (../shared/tools/membw.c built with -fopenmp) it also measures the read bandwidth in the same run,
 on 4 KiB and on 2 MiB pages, and prints decode as a fraction of each (weights mapped in 2 MiB
 pages, or read into huge pages with --no-mmap, answer to the second).
@@ -37,7 +37,7 @@ def ours(args, threads):
                "--json"] + args.qwen3_args.split())
     report = json.loads(out)
     tests = report["tests"]
-    read = [t["read_gb_s"] for t in tests if t["read_gb_s"] > 0]
+    read = [(t["read_gb_s"], t["read_share"]) for t in tests if t["read_gb_s"] > 0]
     return ({t["test"]: t["tok_s_median"] for t in tests}, report["gb_per_token"], report["peak_rss_mb"],
             tests[0]["huge_page_share"], read)
 
@@ -105,8 +105,9 @@ def main():
             line = f"{k:8} {ma:12.2f} {mb:10.2f} {ma / mb:7.2f}"
             if k.startswith("tg"):
                 gbs = ma * gb_per_token
-                line += (f"   qwen3 {gbs:.1f} GB/s = {100 * gbs / statistics.median(own):.0f}% of its plain read "
-                         f"of the weights ({statistics.median(own):.1f} GB/s)")
+                line += (f"   qwen3 {gbs:.1f} GB/s; each run {100 * statistics.median(s for _, s in own):.0f}% "
+                         f"of its plain read of the weights just before (median; reads "
+                         f"{statistics.median(r for r, _ in own):.1f} GB/s)")
                 if bw:
                     line += (f", {100 * gbs / statistics.median(bw):.0f}% / "
                              f"{100 * gbs / statistics.median(bw_huge):.0f}% of membw (4 KiB / 2 MiB pages)")
