@@ -238,10 +238,11 @@ int Model::threads() const { return ops::thread_count(*impl_->rt); }
 uint64_t Model::weight_bytes() const { return impl_->w.bytes_per_token(); }
 double Model::read_speed() {
   const auto matrices = impl_->w.per_token_matrices();
+  const double bytes = static_cast<double>(weight_bytes());  // outside the timed read
   const auto t0 = std::chrono::steady_clock::now();
   [[maybe_unused]] static volatile uint64_t sink;  // keeps the reads
   sink = ops::read(*impl_->rt, matrices);
-  return weight_bytes() / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e9;
+  return bytes / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e9;
 }
 const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
 int Model::kv_element_bytes() const { return static_cast<int>(row_bytes(impl_->kv_cache, 1)); }
