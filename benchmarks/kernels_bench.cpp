@@ -45,6 +45,7 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
     b->Args({isa, 1, 1024, 3072});    // down projection, decode
     b->Args({isa, 1, 151936, 1024});  // LM head, decode
     b->Args({isa, 8, 3072, 1024});    // batched decode
+    b->Args({isa, 8, 240, 1024});     // batched decode, W in L2: the 8-row tiles' arithmetic alone
     b->Args({isa, 16, 3072, 1024});   // short prompt
     b->Args({isa, 32, 3072, 1024});
     b->Args({isa, 64, 3072, 1024});
