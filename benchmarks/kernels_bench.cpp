@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <vector>
 
@@ -170,7 +171,9 @@ BENCHMARK(BM_MatmulThreaded)
 
 // Every product of one Qwen3-0.6B decode step, in the model's order and shapes (28 layers of
 // q/k/v, o, gate/up and down, then the LM head), 2 threads: args T, weight dtype. Set against
-// `qwen3 bench`'s tgN it splits a step into products and the rest (attention, norms, hand-offs).
+// `qwen3 bench`'s tgN it splits a step into products and the rest (attention, norms, hand-offs);
+// `% read` is the median step's speed as a share of a plain read of the same weights just before
+// it (ops::read, as bench's column), outside the timing.
 void BM_DecodeProducts(benchmark::State& state) {
   const int T = state.range(0);
   const DType dtype = static_cast<DType>(state.range(1));
@@ -179,15 +182,27 @@ void BM_DecodeProducts(benchmark::State& state) {
   shapes.push_back({151936, 1024});
   auto rt = make_runtime("auto", 2);
   const io::HugePageBuffer w = weights_of(*rt, dtype, shapes);
-  std::vector<float> x(size_t(T) * 3072, 0.5f), y(size_t(T) * 151936);
-  for (auto _ : state) {
-    size_t at = 0;
-    for (const Shape& s : shapes) {
-      matmul(*rt, x.data(), T, {dtype, w.data() + at, s.N, s.K}, y.data());
-      at += row_bytes(dtype, size_t(s.N) * s.K);
-    }
-    benchmark::DoNotOptimize(y.data());
+  std::vector<Matrix> matrices;
+  size_t at = 0;
+  for (const Shape& s : shapes) {
+    matrices.push_back({dtype, w.data() + at, s.N, s.K});
+    at += row_bytes(dtype, size_t(s.N) * s.K);
   }
+  std::vector<float> x(size_t(T) * 3072, 0.5f), y(size_t(T) * 151936);
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> shares;  // each step's speed as a share of a plain read just before it
+  for (auto _ : state) {
+    state.PauseTiming();
+    const auto r0 = Clock::now();
+    benchmark::DoNotOptimize(read(*rt, matrices));
+    const auto r1 = Clock::now();
+    state.ResumeTiming();
+    for (const Matrix& m : matrices) matmul(*rt, x.data(), T, m, y.data());
+    benchmark::DoNotOptimize(y.data());
+    shares.push_back(std::chrono::duration<double>(r1 - r0) / std::chrono::duration<double>(Clock::now() - r1));
+  }
+  std::nth_element(shares.begin(), shares.begin() + shares.size() / 2, shares.end());
+  state.counters["% read"] = 100 * shares[shares.size() / 2];
   state.SetLabel(dtype_name(dtype));
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
   state.counters["steps/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
