@@ -14,11 +14,12 @@
 namespace qwen3::ops {
 namespace {
 
-// isa: 0 scalar, 1 avx2, 2 avx512, 3 avx512 with bf16 activations (AVX512_BF16 dot products).
+// isa: 0 scalar, 1 avx2, 2 avx512, 3 avx512 with bf16 activations (AVX512_BF16 dot products),
+// 4 amx (bf16 weights on AMX tiles), 5 amx with bf16 activations.
 const KernelTable* table_for(int isa) {
-  const char* names[] = {"scalar", "avx2", "avx512", "avx512-bf16"};
+  const char* names[] = {"scalar", "avx2", "avx512", "avx512-bf16", "amx", "amx"};
   if (!cpu_supports(names[isa])) return nullptr;
-  return isa == 3 ? &select_kernels("avx512", "bf16") : &select_kernels(names[isa]);
+  return &select_kernels(isa == 3 ? "avx512" : names[isa], isa == 3 || isa == 5 ? "bf16" : "f32");
 }
 
 // args: isa (as table_for), T, N, K; bf16 weights
@@ -41,7 +42,7 @@ void BM_Matmul(benchmark::State& state) {
 }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
-  for (int isa : {1, 2, 3}) {
+  for (int isa : {1, 2, 3, 4, 5}) {
     b->Args({isa, 1, 3072, 1024});    // gate/up projection, decode
     b->Args({isa, 1, 1024, 3072});    // down projection, decode
     b->Args({isa, 1, 151936, 1024});  // LM head, decode

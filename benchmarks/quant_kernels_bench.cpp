@@ -50,6 +50,7 @@ void QuantMatmulArgs(benchmark::internal::Benchmark* b) {
     for (int dtype : {int(DType::q8_0), int(DType::q4_0)}) {
       b->Args({isa, dtype, 1, 3072, 1024});    // gate/up projection, decode
       b->Args({isa, dtype, 1, 1024, 3072});    // down projection, decode
+      b->Args({isa, dtype, 1, 256, 1024});     // decode with the weights in L2: the arithmetic alone
       b->Args({isa, dtype, 128, 3072, 1024});  // prefill
     }
 }

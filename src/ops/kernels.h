@@ -74,13 +74,18 @@ KernelTable with_avx2_quant(KernelTable t);
 KernelTable with_avx512_quant(KernelTable t);  // VNNI's dpbusd where the CPU has it
 // bf16 weights' products with x rounded to bf16, as AVX512_BF16 dot products (--activations bf16).
 KernelTable with_avx512_bf16_dot(KernelTable t);
+// bf16 weights' products on AMX tiles: x exact as three bf16 parts, or rounded to one.
+KernelTable with_amx(KernelTable t, bool exact);
+bool amx_usable();  // AMX-BF16 on the CPU, and the OS grants this process its tiles
 
 const KernelTable& reference_kernels();  // plain loops: the oracle, and the fallback
 // Only call these where cpu_supports() says so: their code uses the instruction set.
 const KernelTable& avx2_kernels();    // needs AVX2 + FMA + F16C
 const KernelTable& avx512_kernels();  // needs AVX-512 F/BW/VL/DQ + FMA + F16C
 const KernelTable& avx512_bf16_kernels();  // avx512_kernels with bf16 activations: needs AVX512_BF16 too
-bool cpu_supports(std::string_view isa);  // "scalar", "avx2", "avx512", "avx512-bf16"
+const KernelTable& amx_kernels();       // avx512_kernels with bf16 weights on AMX tiles: needs AMX-BF16
+const KernelTable& amx_bf16_kernels();  // the same with bf16 activations
+bool cpu_supports(std::string_view isa);  // "scalar", "avx2", "avx512", "avx512-bf16", "amx"
 
 // isa: "auto" picks the widest the CPU has; "avx512", "avx2", "scalar" force one (an error when
 // absent). activations (how bf16 weights' products take x): "f32" exact, "bf16" rounded for

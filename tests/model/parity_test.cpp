@@ -44,7 +44,8 @@ TEST_P(Parity, EveryReferenceCaseWithinTolerance) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
                          testing::Values(Param{"qwen3-tiny", "scalar"}, Param{"qwen3-tiny", "avx2"},
-                                         Param{"qwen3-tiny", "avx512"}, Param{"qwen3-tiny-untied", "scalar"},
+                                         Param{"qwen3-tiny", "avx512"}, Param{"qwen3-tiny", "amx"},
+                                         Param{"qwen3-tiny-untied", "scalar"},
                                          Param{"qwen3-tiny-untied", "avx2"}, Param{"qwen3-tiny-untied", "avx512"},
                                          Param{"qwen3-tiny", "scalar", "f16"}, Param{"qwen3-tiny", "avx512", "f16"},
                                          Param{"qwen3-tiny-untied", "avx512", "f16"}),

@@ -5,7 +5,10 @@ namespace qwen3::cli {
 
 void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   if (with_threads) cmd.add_option("-t,--threads", options.threads, "Threads (0 = one per core)");
-  cmd.add_option("--isa", options.isa, "Kernels: auto, avx512, avx2, scalar")->capture_default_str();
+  cmd.add_option("--isa", options.isa,
+                 "Kernels: auto, amx, avx512, avx2, scalar. amx: bf16 weights' products on AMX tiles (Intel "
+                 "Sapphire Rapids and later; exact with f32 activations): faster prompts, slower decode")
+      ->capture_default_str();
   cmd.add_option("--quant", options.quant, "Quantize float weights at load time: q8 or q4")
       ->check(CLI::IsMember({"q8", "q4"}));
   cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");

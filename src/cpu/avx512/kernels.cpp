@@ -14,4 +14,14 @@ const KernelTable& avx512_bf16_kernels() {
   return table;
 }
 
+const KernelTable& amx_kernels() {
+  static const KernelTable table = with_amx(avx512_kernels(), true);
+  return table;
+}
+
+const KernelTable& amx_bf16_kernels() {
+  static const KernelTable table = with_amx(avx512_bf16_kernels(), false);
+  return table;
+}
+
 }  // namespace qwen3::ops
