@@ -197,8 +197,6 @@ TEST(MatmulKernel, ReferenceReadsRowsRotatedByTheLead) {
   }
 }
 
-// x is prepared for one weight dtype per call: products of two dtypes in one call (a folder that
-// mixes them) give what each gives alone.
 // Without AVX512_BF16 in the CPU or the kernels asked for, bf16 activations are a clear error.
 TEST(MatmulKernel, Bf16ActivationsNeedAvx512Bf16) {
   EXPECT_THROW(select_kernels("scalar", "bf16"), Error);
@@ -214,6 +212,20 @@ TEST(MatmulKernel, Bf16ActivationsNeedAvx512Bf16) {
   EXPECT_STREQ(select_kernels("scalar", "f32").name, "scalar");
 }
 
+// --isa amx gives the tile kernels where the CPU and the OS allow them, a clear error elsewhere;
+// auto never picks them (one-sequence decode is slower on tiles).
+TEST(MatmulKernel, AmxOnlyWhenAskedForAndPresent) {
+  if (cpu_supports("amx")) {
+    EXPECT_STREQ(select_kernels("amx", "f32").name, "amx");
+    EXPECT_STREQ(select_kernels("amx", "bf16").name, "amx-bf16");
+  } else {
+    EXPECT_THROW(select_kernels("amx", "f32"), Error);
+  }
+  EXPECT_STRNE(select_kernels("auto", "f32").name, "amx");
+}
+
+// x is prepared for one weight dtype per call: products of two dtypes in one call (a folder that
+// mixes them) give what each gives alone.
 TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
