@@ -87,9 +87,10 @@ const KernelTable& amx_kernels();       // avx512_kernels with bf16 weights on A
 const KernelTable& amx_bf16_kernels();  // the same with bf16 activations
 bool cpu_supports(std::string_view isa);  // "scalar", "avx2", "avx512", "avx512-bf16", "amx"
 
-// isa: "auto" picks the widest the CPU has; "avx512", "avx2", "scalar" force one (an error when
-// absent). activations (how bf16 weights' products take x): "f32" exact, "bf16" rounded for
-// AVX512_BF16 dot products (an error where the CPU or the chosen isa has none).
+// isa: "auto" picks the widest vector set the CPU has (never "amx": decode is slower on tiles);
+// "amx", "avx512", "avx2", "scalar" force one (an error when absent). activations (how bf16
+// weights' products take x): "f32" exact, "bf16" rounded for AVX512_BF16 dot products or AMX
+// tiles (an error where the CPU or the chosen isa has none).
 const KernelTable& select_kernels(std::string_view isa, std::string_view activations = "f32");
 
 }  // namespace qwen3::ops
