@@ -71,7 +71,8 @@ inline void rotate_rows(const float* x, int K, int lead, int t0, int t1, float* 
 // The integer kernels of each instruction set, added to its table (the same CPU requirements).
 KernelTable with_reference_quant(KernelTable t);
 KernelTable with_avx2_quant(KernelTable t);
-KernelTable with_avx512_quant(KernelTable t);  // VNNI's dpbusd where the CPU has it
+// vnni: VNNI's dpbusd (auto where the CPU has it); else AVX512BW's maddubs + madd.
+KernelTable with_avx512_quant(KernelTable t, bool vnni);
 // bf16 weights' products with x rounded to bf16, as AVX512_BF16 dot products (--activations bf16).
 KernelTable with_avx512_bf16_dot(KernelTable t);
 // bf16 weights' products on AMX tiles: x exact as three bf16 parts, or rounded to one.

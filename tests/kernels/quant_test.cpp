@@ -15,7 +15,17 @@ namespace {
 std::vector<const ops::KernelTable*> quant_tables() {
   std::vector<const ops::KernelTable*> out;
   if (ops::cpu_supports("avx2")) out.push_back(&ops::avx2_kernels());
-  if (ops::cpu_supports("avx512")) out.push_back(&ops::avx512_kernels());
+  if (ops::cpu_supports("avx512")) {
+    out.push_back(&ops::avx512_kernels());
+    // The variant for AVX-512 CPUs without VNNI (maddubs + madd) runs on any AVX-512 CPU: test it
+    // here too, not only where auto would pick it.
+    static const ops::KernelTable without_vnni = [] {
+      ops::KernelTable t = ops::with_avx512_quant(ops::avx512_kernels(), false);
+      t.name = "avx512 without VNNI";
+      return t;
+    }();
+    out.push_back(&without_vnni);
+  }
   for (auto* t : out) std::printf("testing integer kernels: %s\n", t->name);
   return out;
 }

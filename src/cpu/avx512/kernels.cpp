@@ -5,7 +5,8 @@
 namespace qwen3::ops {
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table = with_avx512_quant(cpu::make_table<cpu::Avx512>("avx512"));
+  static const KernelTable table =
+      with_avx512_quant(cpu::make_table<cpu::Avx512>("avx512"), __builtin_cpu_supports("avx512vnni"));
   return table;
 }
 

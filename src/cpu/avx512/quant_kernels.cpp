@@ -62,9 +62,8 @@ struct Avx512Int8 {
 
 namespace qwen3::ops {
 
-KernelTable with_avx512_quant(KernelTable t) {
-  if (__builtin_cpu_supports("avx512vnni")) return cpu::with_quant<cpu::Avx512Int8<true>>(t);
-  return cpu::with_quant<cpu::Avx512Int8<false>>(t);
+KernelTable with_avx512_quant(KernelTable t, bool vnni) {
+  return vnni ? cpu::with_quant<cpu::Avx512Int8<true>>(t) : cpu::with_quant<cpu::Avx512Int8<false>>(t);
 }
 
 }  // namespace qwen3::ops
