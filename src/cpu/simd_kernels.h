@@ -116,12 +116,22 @@ inline void in_register(V& v) {
   asm("" : "+v"(v));
 }
 
-// sums[i] = hsum(acc[i]) for n accumulators, S::lanes of them at a time (hsum_lanes) where there
-// are that many: every tile shape sums its lanes with the very same additions.
+// sums[i] = hsum(acc[i]) for n accumulators, S::lanes of them at a time (hsum_lanes), a last
+// partial group padded with zeros where that takes fewer instructions than an hsum each: every
+// tile shape sums its lanes with the very same additions. Inlined, so that the accumulators go
+// from their registers to the folds (a call stored them all first).
 template <class S>
-inline void lane_sums(const typename S::V* acc, int n, float* sums) {
+[[gnu::always_inline]] inline void lane_sums(const typename S::V* acc, int n, float* sums) {
   int i = 0;
   for (; i + S::lanes <= n; i += S::lanes) S::store(sums + i, S::hsum_lanes(acc + i));
+  if (n - i > S::lanes / 4) {
+    typename S::V group[S::lanes];
+    for (int j = 0; j < S::lanes; ++j) group[j] = i + j < n ? acc[i + j] : S::zero();
+    float folded[S::lanes];
+    S::store(folded, S::hsum_lanes(group));
+    std::copy_n(folded, n - i, sums + i);
+    return;
+  }
   for (; i < n; ++i) sums[i] = S::hsum(acc[i]);
 }
 

@@ -64,7 +64,7 @@ struct Avx2 {
     return _mm_cvtss_f32(s);
   }
   // Lane j: hsum(v[j]) with hsum's very additions, three levels at once for all 8.
-  static V hsum_lanes(const V v[8]) {
+  [[gnu::always_inline]] static V hsum_lanes(const V v[8]) {
     // The fold leaves hsum(u[m]) in lane 4 (m % 2) + m / 2; taking u[m] = v[4 (m % 2) + m / 2]
     // puts hsum(v[j]) in lane j.
     auto u = [&](int m) { return v[m % 2 * 4 + m / 2]; };

@@ -63,7 +63,7 @@ struct Avx512 {
   static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
   // Lane j: hsum(v[j]) with hsum's very additions, four levels at once for all 16 (45 instructions, not 16 x 8).
-  static V hsum_lanes(const V v[16]) {
+  [[gnu::always_inline]] static V hsum_lanes(const V v[16]) {
     // The fold leaves hsum(u[m]) in lane 4 (m % 4) + m / 4; taking u[m] = v[4 (m % 4) + m / 4]
     // puts hsum(v[j]) in lane j.
     auto u = [&](int m) { return v[m % 4 * 4 + m / 4]; };
