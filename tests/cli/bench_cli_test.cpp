@@ -1,6 +1,7 @@
 // `qwen3 bench` as a user runs it: the tests asked for, and a clear error for bad sizes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
@@ -45,8 +46,31 @@ TEST(BenchCli, RepetitionsReuseOneSequenceCutBackToTheDepth) {
   EXPECT_EQ(test_names(r.output), (std::vector<std::string>{"pp4 @ d3", "tg2x2 @ d3"}));
 }
 
+// Batch sizes as a list: one decode test each, and each larger size's speed over size 1's when
+// 1 is among them (the paired repetitions' median ratio, so a positive, finite number).
+TEST(BenchCli, BatchSizesGiveATestEachAndTheirSpeedupOverOne) {
+  auto r = run_qwen3("bench " + kTiny + " -p 0 -n 2 -r 3 -b 2,1,4 -t 1 --json", "", false);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test_names(r.output), (std::vector<std::string>{"tg2x2", "tg2", "tg2x4"}));
+  const auto tests = nlohmann::json::parse(r.output)["tests"];
+  EXPECT_EQ(tests[0]["batch"].get<int>(), 2);
+  EXPECT_EQ(tests[2]["batch"].get<int>(), 4);
+  EXPECT_FALSE(tests[1].contains("speedup_vs_batch_1"));
+  for (int i : {0, 2}) {
+    const double speedup = tests[i]["speedup_vs_batch_1"].get<double>();
+    EXPECT_GT(speedup, 0) << i;
+    EXPECT_TRUE(std::isfinite(speedup)) << i;
+  }
+  auto table = run_qwen3("bench " + kTiny + " -p 0 -n 2 -r 1 -b 1,2 -t 1", "", false);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.output.find("tg2x2 / tg2: "), std::string::npos) << table.output;
+  auto no_one = run_qwen3("bench " + kTiny + " -p 0 -n 2 -r 1 -b 2,3 -t 1 --json", "", false);
+  ASSERT_EQ(no_one.exit_code, 0) << no_one.err;
+  for (const auto& t : nlohmann::json::parse(no_one.output)["tests"]) EXPECT_FALSE(t.contains("speedup_vs_batch_1"));
+}
+
 TEST(BenchCli, NegativeSizesAreRefused) {
-  for (const char* flags : {"-p -4", "-n -1", "-r 0", "-b 0", "-d -2"}) {
+  for (const char* flags : {"-p -4", "-n -1", "-r 0", "-b 0", "-b 1,0", "-d -2"}) {
     auto bad = run_qwen3("bench " + kTiny + " " + flags + " -t 1", "", false);
     EXPECT_NE(bad.exit_code, 0) << flags;
     EXPECT_FALSE(bad.err.empty()) << flags;

@@ -91,8 +91,8 @@ void add_bench_command(CLI::App& app) {
     std::string model;
     cli::LoadFlags load;
     std::vector<int> prompts = {16, 128, 512};
-    std::vector<int> threads = {0};
-    int gen = 128, reps = 5, batch = 1, depth = 0;
+    std::vector<int> threads = {0}, batches = {1};
+    int gen = 128, reps = 5, depth = 0;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
@@ -109,7 +109,12 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
-  cmd->add_option("-b,--batch", a->batch, "Sequences decoded together in tgN")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-b,--batch", a->batches,
+                  "Sequences decoded together in tgN; a list (1,8) runs each size's repetitions in turn and "
+                  "gives each larger size's speed over size 1's (the median of adjacent repetitions' ratios)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("-d,--depth", a->depth, "Tokens already in the context (prefilled, untimed) before each test")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -148,12 +153,13 @@ void add_bench_command(CLI::App& app) {
       // reads: for a decode test, the GB/s of a plain read of the weights just before each
       // repetition, so that each repetition's share of it is taken in the same moment of a
       // shared machine; none for prefill.
-      auto add = [&](const std::string& name, const std::vector<double>& v, const std::vector<double>& reads) {
+      auto add = [&](const std::string& name, const std::vector<double>& v, const std::vector<double>& reads,
+                     int batch) {
         const Stats s = stats(v);
         const bool decode = !reads.empty();
-        const double gbs = decode ? s.median * gb_per_token / a->batch : 0;
+        const double gbs = decode ? s.median * gb_per_token / batch : 0;
         std::vector<double> shares;
-        for (size_t r = 0; r < reads.size(); ++r) shares.push_back(v[r] * gb_per_token / a->batch / reads[r]);
+        for (size_t r = 0; r < reads.size(); ++r) shares.push_back(v[r] * gb_per_token / batch / reads[r]);
         const double read = decode ? stats(reads).median : 0, share = decode ? stats(shares).median : 0;
         if (!a->json) {
           std::printf("%-16s %10.2f %10.2f %10.2f", name.c_str(), s.mean, s.sd, s.median);
@@ -164,7 +170,8 @@ void add_bench_command(CLI::App& app) {
                                    {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
                                    {"gb_s", gbs}, {"read_gb_s", read}, {"read_share", share}, {"load_s", load_s},
                                    {"ttft_ms", stats(ttft).median * 1e3}, {"mmap", options.mmap},
-                                   {"huge_page_share", huge}, {"depth", a->depth}, {"kv_cache", model->kv_cache()}});
+                                   {"huge_page_share", huge}, {"depth", a->depth}, {"kv_cache", model->kv_cache()},
+                                   {"batch", batch}});
       };
       const std::string at = a->depth ? " @ d" + std::to_string(a->depth) : "";
       for (int p : a->prompts) {
@@ -173,26 +180,47 @@ void add_bench_command(CLI::App& app) {
         prefill_seconds(*model, s, p, a->depth);  // warm-up, as llama-bench's
         std::vector<double> v;
         for (int r = 0; r < a->reps; ++r) v.push_back(p / prefill_seconds(*model, s, p, a->depth));
-        add("pp" + std::to_string(p) + at, v, {});
+        add("pp" + std::to_string(p) + at, v, {}, 1);
       }
       if (a->gen > 0) {
-        std::vector<Sequence> seqs;
-        for (int b = 0; b < a->batch; ++b) seqs.push_back(at_depth(*model, a->depth, a->gen + 1));
-        std::vector<double> v, reads;
-        for (int r = 0; r < a->reps; ++r) {
-          std::vector<double> read;
-          for (int i = 0; i < 3; ++i) read.push_back(model->read_speed());
-          reads.push_back(stats(read).median);
-          v.push_back(generation_speed(*model, seqs, a->gen, a->depth));
+        // Each batch size's repetition r runs next to the others' r: a drift of a shared machine
+        // then moves a pair alike, and the ratio of the two stays.
+        const size_t sizes = a->batches.size();
+        std::vector<std::vector<Sequence>> seqs(sizes);
+        std::vector<std::vector<double>> v(sizes), reads(sizes);
+        for (size_t i = 0; i < sizes; ++i)
+          for (int b = 0; b < a->batches[i]; ++b) seqs[i].push_back(at_depth(*model, a->depth, a->gen + 1));
+        for (int r = 0; r < a->reps; ++r)
+          for (size_t i = 0; i < sizes; ++i) {
+            std::vector<double> read;
+            for (int k = 0; k < 3; ++k) read.push_back(model->read_speed());
+            reads[i].push_back(stats(read).median);
+            v[i].push_back(generation_speed(*model, seqs[i], a->gen, a->depth));
+          }
+        auto name = [&](int batch) {
+          return "tg" + std::to_string(a->gen) + (batch > 1 ? "x" + std::to_string(batch) : "") + at;
+        };
+        const auto one = std::find(a->batches.begin(), a->batches.end(), 1) - a->batches.begin();
+        std::string speedups;
+        for (size_t i = 0; i < sizes; ++i) {
+          add(name(a->batches[i]), v[i], reads[i], a->batches[i]);
+          if (a->batches[i] == 1 || one == std::ssize(a->batches)) continue;
+          std::vector<double> ratios;
+          for (int r = 0; r < a->reps; ++r) ratios.push_back(v[i][r] / v[one][r]);
+          report["tests"].back()["speedup_vs_batch_1"] = stats(ratios).median;
+          char line[160];
+          std::snprintf(line, sizeof line, "%s / %s: %.2fx\n", name(a->batches[i]).c_str(), name(1).c_str(),
+                        stats(ratios).median);
+          speedups += line;
         }
-        add("tg" + std::to_string(a->gen) + (a->batch > 1 ? "x" + std::to_string(a->batch) : "") + at, v, reads);
+        if (!a->json) std::printf("%s", speedups.c_str());
       }
       report["model"] = model->config().summary(model->name());
       report["gb_per_token"] = gb_per_token;
     }
-    report["peak_rss_mb"] = peak_rss_bytes() / 1048576;
+    report["peak_rss_mb"] = peak_rss_bytes() / 1e6;
     if (a->json) std::printf("%s\n", report.dump(2).c_str());
-    else std::printf("peak RSS %.0f MB\n", peak_rss_bytes() / 1048576);
+    else std::printf("peak RSS %.0f MB\n", peak_rss_bytes() / 1e6);
   });
 }
 
