@@ -207,10 +207,10 @@ void add_bench_command(CLI::App& app) {
           if (a->batches[i] == 1 || one == std::ssize(a->batches)) continue;
           std::vector<double> ratios;
           for (int r = 0; r < a->reps; ++r) ratios.push_back(v[i][r] / v[one][r]);
-          report["tests"].back()["speedup_vs_batch_1"] = stats(ratios).median;
+          const double speedup = stats(ratios).median;
+          report["tests"].back()["speedup_vs_batch_1"] = speedup;
           char line[160];
-          std::snprintf(line, sizeof line, "%s / %s: %.2fx\n", name(a->batches[i]).c_str(), name(1).c_str(),
-                        stats(ratios).median);
+          std::snprintf(line, sizeof line, "%s / %s: %.2fx\n", name(a->batches[i]).c_str(), name(1).c_str(), speedup);
           speedups += line;
         }
         if (!a->json) std::printf("%s", speedups.c_str());
@@ -218,9 +218,10 @@ void add_bench_command(CLI::App& app) {
       report["model"] = model->config().summary(model->name());
       report["gb_per_token"] = gb_per_token;
     }
-    report["peak_rss_mb"] = peak_rss_bytes() / 1e6;
+    const double rss_mb = peak_rss_bytes() / 1e6;
+    report["peak_rss_mb"] = rss_mb;
     if (a->json) std::printf("%s\n", report.dump(2).c_str());
-    else std::printf("peak RSS %.0f MB\n", peak_rss_bytes() / 1e6);
+    else std::printf("peak RSS %.0f MB\n", rss_mb);
   });
 }
 
