@@ -203,9 +203,8 @@ inline void row_group(const float* x, size_t xs, int K, const void* w, int lead,
   for (; n < n1; ++n) tile<S, W, MR, 1>(x, xs, K, w, lead, n, y, ldy);
 }
 
-// row_group for a number of rows known only at run time (1 .. MR). Without NR, tiles take as many
-// W rows as the registers hold (S::nr): with few rows of x, the W rows in flight set the memory
-// parallelism.
+// row_group for a number of rows known only at run time (1 .. MR). Without NR, tiles take S::nr
+// W rows.
 template <class S, class W, int MR, int NR = 0>
 inline void row_group_of(int rows, const float* x, size_t xs, int K, const void* w, int lead, int n0, int n1,
                          float* y, int ldy) {

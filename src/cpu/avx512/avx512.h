@@ -12,7 +12,10 @@ struct Avx512 {
   using V = __m512;
   static constexpr int lanes = 16, registers = 32, MR = 6, MR_batch = 8, weighted_rows = 6;
   // Accumulators (mr x nr), W values (nr) and one x vector within the 32 registers.
-  static constexpr int nr(int mr) { return mr <= 2 ? 8 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3; }
+  // One row of x (decode) takes one W row at a time, read straight through: a single stream per
+  // core kept the memory busier than 8 rows side by side (decode 1.10x faster at 1 and 2 threads,
+  // 2 rows 0.87x; 2026-12-04). bf16_dot_kernels.cpp keeps 8.
+  static constexpr int nr(int mr) { return mr == 1 ? 1 : mr <= 2 ? 8 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3; }
   // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.
   static constexpr int packed_mr = 12, packed_nr = 2, packed_min_tokens = 96;
   static V zero() { return _mm512_setzero_ps(); }
