@@ -101,11 +101,12 @@ inline float scalar_w(const void* w, size_t i) {
 // For a tile of `rows` W rows of row_bytes from `first`: the first lines of the next tile's rows
 // into L1. A tile's in-row prefetches run along its own rows, so the next tile's rows began with
 // misses (two threads, the bf16 products of a decode step: 26.2 -> 24.3 ms). A prefetch past
-// the end of W (after the last tile) is harmless: prefetches never fault. One-row tiles skip it:
-// rows are contiguous, so a row's in-row prefetch has already run kPrefetchBytes into the next
-// (decode, paired medians: 1.022x at 2 threads, 1.036x at 1).
+// the end of W (after the last tile) is harmless: prefetches never fault. A one-row tile needs
+// none: rows are contiguous, so its in-row prefetch has already run kPrefetchBytes into the next
+// (the float kernels' decode, paired medians: 1.022x at 2 threads, 1.036x at 1).
 inline void prefetch_next_rows(const char* first, int rows, size_t row_bytes) {
   constexpr size_t kRowStartBytes = 256;
+  if (rows == 1) return;
   const char* next = first + rows * row_bytes;
   for (int r = 0; r < rows; ++r)
     for (size_t b = 0; b < kRowStartBytes; b += 64) _mm_prefetch(next + r * row_bytes + b, _MM_HINT_T0);
@@ -182,7 +183,7 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int 
     }
     xk += xs;
   };
-  if constexpr (NR > 1) prefetch_next_rows(rows[0], NR, size_t(K) * sizeof_w<W>());
+  prefetch_next_rows(rows[0], NR, size_t(K) * sizeof_w<W>());
   int c = 0;
   if (lead) step(std::true_type{}, -lead), c = 1;
   for (; c < K / ks; ++c) step(std::false_type{}, c * ks - lead);
