@@ -25,9 +25,10 @@ constexpr int kAheadChunks = 4;  // a prompt tile's x comes from L2: fetched thi
 
 int chunks_of(int K) { return (K + kChunk - 1) / kChunk; }
 
-// W rows per tile: as the float kernels', but 8 for one row of x (one W row at a time: decode
-// 0.91x as fast here at 2 threads in one session, 1.02-1.03x in a later one with faster memory,
-// unchanged at 1 thread; the float kernels gained 1.10x; 2026-12-04).
+// W rows per tile: as the float kernels', but 8 for one row of x (one W row at a time: decode at
+// 2 threads 0.91x and 0.90x as fast here in two sessions, 1.02-1.03x in one between them with
+// faster memory, unchanged at 1 thread; 2 and 4 rows 0.93x and 0.92x; the float kernels gained
+// 1.10x; 2026-12-04).
 constexpr int nr(int mr) { return mr == 1 ? 8 : Avx512::nr(mr); }
 
 // Rows of x per group of the prepared layout: all of decode's in one, a prompt's in tiles' worth.
