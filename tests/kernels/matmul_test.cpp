@@ -115,14 +115,16 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
 }
 
 // Prompts go through packed panels, decode through dot tiles, a few tokens through small tiles:
-// each row's results must be the same bits on every path.
+// each row's results must be the same bits on every path. 250 rows of 3000: a prompt that the bf16
+// dot tiles take in three blocks.
 TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const KernelTable* kt : simd_tables())
     for (DType dtype : {DType::f32, DType::f16, DType::bf16})
-      for (int K : {1024, 1000, 77})
-        for (int T : {5, 11, 40, 100}) {
+      for (int K : {1024, 1000, 77, 3000})
+        for (int T : {5, 11, 40, 100, 250}) {
+          if ((K == 3000) != (T == 250)) continue;
           const int N = T == 100 && K == 1024 ? 700 : 37;  // 700 rows: 22 packed panels, the last partial
           Weights w = random_weights(dtype, size_t(N) * K, rng);
           std::vector<float> x(size_t(T) * K);

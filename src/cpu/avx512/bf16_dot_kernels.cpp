@@ -22,6 +22,7 @@ constexpr int kChunk = 32;     // bf16 elements per vector
 constexpr int kBatchRows = 8;  // up to this many rows of x (decode, batched decode) go in one tile
 constexpr int kMR = 6;         // rows of x per tile for prompts
 constexpr int kAheadChunks = 4;  // a prompt tile's x comes from L2: fetched this many chunks ahead
+constexpr size_t kBlockBytes = size_t(640) << 10;  // a prompt's block of x, kept in L2 (1 MiB on Zen 4/5)
 
 int chunks_of(int K) { return (K + kChunk - 1) / kChunk; }
 
@@ -33,6 +34,15 @@ constexpr int nr(int mr) { return mr == 1 ? 8 : Avx512::nr(mr); }
 
 // Rows of x per group of the prepared layout: all of decode's in one, a prompt's in tiles' worth.
 int group_rows(int T) { return T <= kBatchRows ? T : kMR; }
+
+// Rows of x per block of a prompt (whole groups): as few blocks as keep each within kBlockBytes,
+// of even size, since each block streams all of W from memory once (a 128-token prompt was 120 +
+// 8 rows: W read twice).
+int block_rows(int T, size_t row_bytes) {
+  const int most = std::max(kMR, int(kBlockBytes / row_bytes) / kMR * kMR);
+  const int blocks = (T + most - 1) / most;
+  return ((T + blocks - 1) / blocks + kMR - 1) / kMR * kMR;
+}
 
 // Rows [t0, t1) of x rounded to bf16 as the tiles read them: in groups of group_rows(T) rows,
 // each group [chunk][row][32 bf16], the last chunk zero-padded. One register then addresses a
@@ -145,9 +155,10 @@ void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int
   const auto* w = static_cast<const uint16_t*>(wv);
   const size_t row = size_t(chunks_of(K)) * kChunk;  // bf16 elements of one prepared row
   if (T <= kBatchRows) return row_group_of<kBatchRows, true>(T, x, K, w, lead, n0, n1, y, ldy);
-  constexpr int kTokenBlock = 20 * kMR, NR = nr(kMR);
-  for (int t0 = 0; t0 < T; t0 += kTokenBlock) {
-    const int t1 = std::min(T, t0 + kTokenBlock);
+  constexpr int NR = nr(kMR);
+  const int block = block_rows(T, row * sizeof(uint16_t));
+  for (int t0 = 0; t0 < T; t0 += block) {
+    const int t1 = std::min(T, t0 + block);
     int n = n0;
     for (; n + NR <= n1; n += NR) {
       tile_of<kMR, NR, true>(std::min(kMR, t1 - t0), x + t0 * row, K, w, lead, n, y + size_t(t0) * ldy, ldy);
