@@ -59,15 +59,25 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs)->Unit(benchmark::kMicrosecond);
 
-// args: positions in the cache, cache dtype (0 f32, 1 f16); one decode token, 16 query heads over
-// 8 KV heads of 128
+// The KV cache dtype of an attention benchmark's argument (0 f32, 1 f16, 2 bf16), and a
+// one-thread runtime whose kernels attend over it (bf16: AVX512_BF16's, with bf16 activations);
+// null where the CPU has none.
+DType cache_dtype(int64_t arg) { return arg == 2 ? DType::bf16 : arg == 1 ? DType::f16 : DType::f32; }
+RuntimePtr attention_runtime(DType kv) {
+  if (kv == DType::bf16 && !cpu_supports("avx512-bf16")) return nullptr;
+  return make_runtime("auto", 1, kv == DType::bf16 ? "bf16" : "f32");
+}
+
+// args: positions in the cache, cache dtype (as cache_dtype); one decode token, 16 query heads
+// over 8 KV heads of 128
 void BM_Attention(benchmark::State& state) {
   const int P = state.range(0), H = 16, Hkv = 8, Dh = 128;
-  const DType kv = state.range(1) ? DType::f16 : DType::f32;
+  const DType kv = cache_dtype(state.range(1));
+  auto rt = attention_runtime(kv);
+  if (!rt) return state.SkipWithError("no AVX512_BF16 on this CPU");
   const size_t bytes = row_bytes(kv, size_t(P) * Hkv * Dh);
-  auto rt = make_runtime("auto", 1);
   std::vector<float> q(H * Dh, 0.1f), out(H * Dh);
-  std::vector<uint8_t> k(bytes), v(bytes);  // zeros in either dtype
+  std::vector<uint8_t> k(bytes), v(bytes);  // zeros in any dtype
   std::vector<float> new_k(Hkv * Dh, 0.2f), new_v(Hkv * Dh, 0.3f);  // the token's own, appended at P - 1
   for (auto _ : state) {
     attention(*rt, std::vector<AttentionItem>{{q.data(), new_k.data(), new_v.data(), 1, P - 1, k.data(), v.data(), kv, P, out.data()}}, H, Hkv, Dh);
@@ -75,26 +85,29 @@ void BM_Attention(benchmark::State& state) {
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * bytes * 2);
 }
-BENCHMARK(BM_Attention)->ArgsProduct({{128, 1024, 4096}, {0, 1}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Attention)->ArgsProduct({{128, 1024, 4096}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 
-// A whole prompt's causal attention (its keys and values appended to the cache first), one layer, one thread.
+// A whole prompt's causal attention (its keys and values appended to the cache first), one layer,
+// one thread. args: prompt length, cache dtype (as cache_dtype).
 void BM_AttentionPrompt(benchmark::State& state) {
   const int n = state.range(0), H = 16, Hkv = 8, Dh = 128;
-  auto rt = make_runtime("auto", 1);
+  const DType kv = cache_dtype(state.range(1));
+  auto rt = attention_runtime(kv);
+  if (!rt) return state.SkipWithError("no AVX512_BF16 on this CPU");
   std::mt19937 rng(1);
   std::vector<float> q(size_t(n) * H * Dh), k(size_t(n) * Hkv * Dh), v(size_t(n) * Hkv * Dh), out(size_t(n) * H * Dh);
-  std::vector<float> cache_k(k.size()), cache_v(v.size());  // the prompt's keys and values go here
+  std::vector<float> cache_k(k.size()), cache_v(v.size());  // the prompt's keys and values go here (room for f32)
   for (auto* a : {&q, &k, &v})
     for (auto& x : *a) x = std::uniform_real_distribution<float>(-1, 1)(rng);
   for (auto _ : state) {
-    attention(*rt, std::vector<AttentionItem>{{q.data(), k.data(), v.data(), n, 0, cache_k.data(), cache_v.data(), DType::f32, n, out.data()}}, H, Hkv, Dh);
+    attention(*rt, std::vector<AttentionItem>{{q.data(), k.data(), v.data(), n, 0, cache_k.data(), cache_v.data(), kv, n, out.data()}}, H, Hkv, Dh);
     benchmark::DoNotOptimize(out.data());
   }
   // Causal: about half the n x n scores, each a 128-long dot product, and as many multiply-adds of values.
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 2 * H * Dh * n * (n + 1) / 2.0 * state.iterations(),
                                                  benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_AttentionPrompt)->Arg(128)->Arg(512)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionPrompt)->ArgsProduct({{128, 512}, {0, 2}})->Unit(benchmark::kMicrosecond);
 
 void BM_RmsNormRope(benchmark::State& state) {
   auto rt = make_runtime("auto", 1);

@@ -52,7 +52,9 @@ struct LoadOptions {
   bool mmap = true;
   // How each sequence's KV cache holds keys and values: "f32", or "f16", which halves the cache's
   // memory and what attention reads per token (decode at long contexts) at a small accuracy cost;
-  // "auto" takes f16 for quantized (q8/q4) layers, whose own error is far larger, f32 for float ones.
+  // or "bf16", the same memory, with attention as AVX512_BF16 dot products (query and weights
+  // rounded to bf16; needs activations "bf16"). "auto" takes bf16 with bf16 activations, else f16
+  // for quantized (q8/q4) layers, whose own error is far larger, and f32 for float ones.
   std::string kv_cache = "auto";
   // How products with bf16 weights take their activations: "f32" exactly (widened weights, float
   // multiply-adds: within 1e-5 of a float32 reference); "bf16" rounded to bf16, as llama.cpp does,
@@ -99,7 +101,7 @@ class Sequence {
   friend class Model;
   void reserve(int tokens);
   int layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
-  int element_bytes_ = 4;  // 4: f32, 2: f16 (Model::kv_element_bytes)
+  int element_bytes_ = 4;  // 4: f32, 2: f16 or bf16 (Model::kv_element_bytes)
   int length_ = 0, max_context_ = 0, capacity_ = 0;
   // Per layer [kv_heads, capacity, head_dim]: each head's positions together, so attention reads
   // them as one matrix; keys in blocks of 16 positions, dimension-major within a block (see
@@ -133,7 +135,7 @@ class Model {
   // decode step's weight reads answer to, measured on the very memory that holds them (a file's
   // pages in the page cache, or the huge pages it was read into) rather than on fresh memory.
   double read_speed();
-  const char* kv_cache() const;   // "f32" or "f16"
+  const char* kv_cache() const;   // "f32", "f16" or "bf16"
 
   // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,
   // per item, logits [rows, vocab_size]: one row (the last token) or one per token.

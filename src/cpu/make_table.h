@@ -41,8 +41,8 @@ ops::KernelTable make_table(const char* name) {
                           {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
                           prepared_floats<S>,
                           S::packed_mr,
-                          {key_scores<S, float>, key_scores<S, F16>},
-                          {weighted_sum<S, float>, weighted_sum<S, F16>},
+                          {key_scores<S, float>, key_scores<S, F16>, nullptr},
+                          {weighted_sum<S, float>, weighted_sum<S, F16>, nullptr},
                           softmax<S>,
                           rms_norm<S>,
                           silu_mul<S>};

@@ -48,13 +48,14 @@ inline float bf16_to_f32(uint16_t h) {
   return f;
 }
 
-// Round to nearest even, as torch does when it casts f32 to bf16.
+// Round to nearest even, as torch does when it casts f32 to bf16. Without branches: a loop of
+// these becomes vector code.
 inline uint16_t f32_to_bf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // NaN stays NaN
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (bits >> 16) | 0x40;  // NaN stays NaN
+  return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
 inline float f16_to_f32(uint16_t h) {

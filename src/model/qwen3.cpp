@@ -47,7 +47,7 @@ struct Model::Impl {
 
   Weights w;
   ops::RuntimePtr rt;
-  DType kv_cache;  // f32 or f16
+  DType kv_cache;  // f32, f16 or bf16
   std::vector<float> batch_logits;  // a batch's LM-head product, kept for the next decode step
   Scratch scratch;
   std::thread prefaulting;  // maps the weights' pages while the caller loads the tokenizer
@@ -221,14 +221,21 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   m->config_ = ModelConfig::load(dir);
   m->name_ = std::filesystem::absolute(dir).lexically_normal().filename().string();
   if (m->name_.empty()) m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
-  if (options.kv_cache != "auto" && options.kv_cache != "f32" && options.kv_cache != "f16")
-    throw Error(ErrorKind::invalid_argument, "KV cache type must be auto, f32 or f16, got '" + options.kv_cache + "'");
+  if (options.kv_cache != "auto" && options.kv_cache != "f32" && options.kv_cache != "f16" && options.kv_cache != "bf16")
+    throw Error(ErrorKind::invalid_argument, "KV cache type must be auto, f32, f16 or bf16, got '" + options.kv_cache + "'");
   ops::RuntimePtr rt = ops::make_runtime(options.isa, options.threads, options.activations);
+  // The bf16 cache comes with bf16 activations: AVX512_BF16's kernels, multiplying pairs of dimensions.
+  const bool bf16_cache =
+      options.activations == "bf16" && ops::attends_over(*rt, DType::bf16) && m->config_.head_dim % 2 == 0;
+  if (options.kv_cache == "bf16" && !bf16_cache)
+    throw Error(ErrorKind::unsupported, m->config_.head_dim % 2 ? "a bf16 KV cache needs an even head_dim"
+                                                                : "a bf16 KV cache needs --activations bf16 (AVX512_BF16)");
   Weights w = load_weights(dir, m->config_, !options.mmap);
   if (!options.quant.empty()) quantize_weights(w, parse_quant_type(options.quant), options.keep_head, *rt);
-  const bool f16 = options.kv_cache == "f16" ||
-                   (options.kv_cache == "auto" && is_block_quantized(w.layers.front().q_proj.dtype));
-  m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt), f16 ? DType::f16 : DType::f32);
+  DType kv = options.kv_cache == "f16" ? DType::f16 : options.kv_cache == "bf16" ? DType::bf16 : DType::f32;
+  if (options.kv_cache == "auto")
+    kv = bf16_cache ? DType::bf16 : is_block_quantized(w.layers.front().q_proj.dtype) ? DType::f16 : DType::f32;
+  m->impl_ = std::make_unique<Impl>(std::move(w), std::move(rt), kv);
   return m;
 }
 

@@ -37,14 +37,18 @@ struct KernelTable {
   void (*prepare_x[3])(const float* x, int T, int K, int t0, int t1, float* out);
   size_t (*prepared_floats)(int T, int K);
   int tile_rows;  // rows per token tile of prepared x: splits at its multiples keep tiles whole
-  // The attention kernels, indexed by the KV cache's DType: f32, f16 (widened as read).
+  // The attention kernels, indexed by the KV cache's DType: f32, f16 (widened as read), bf16
+  // (null where the table has no bf16 dot products: q and a are rounded to bf16 and multiplied in
+  // pairs, as key_layout.h lays the cache out).
   // s[r * lds + p] = dot(q[r * ldq, :D], key p) for r < R and p < P rounded up to kKeyBlock (the
   // last block's spare positions score whatever they hold), keys blocked as key_offset. Each
-  // score is one multiply-add per dimension, in order of d: it depends on its query and key only.
-  void (*key_scores[2])(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds);
-  // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D], out [R, ldo].
-  // Each output is one multiply-add per p, in order of p, so it depends on nothing but its row.
-  void (*weighted_sum[2])(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo);
+  // score is one multiply-add per dimension (or pair), in order of d: it depends on its query and
+  // key only.
+  void (*key_scores[3])(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds);
+  // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D] (value_offset),
+  // out [R, ldo]. Each output is one multiply-add per p (or pair), in order of p, so it depends on
+  // nothing but its row.
+  void (*weighted_sum[3])(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo);
   // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
   // std::exp), lanes in an order fixed by n.
   void (*softmax)(float* s, int n, float scale);
@@ -75,6 +79,8 @@ KernelTable with_avx2_quant(KernelTable t);
 KernelTable with_avx512_quant(KernelTable t, bool vnni);
 // bf16 weights' products with x rounded to bf16, as AVX512_BF16 dot products (--activations bf16).
 KernelTable with_avx512_bf16_dot(KernelTable t);
+// Attention over a bf16 KV cache as AVX512_BF16 dot products (the table's bf16 cache entries).
+KernelTable with_avx512_bf16_attention(KernelTable t);
 // bf16 weights' products on AMX tiles: x exact as three bf16 parts, or rounded to one.
 KernelTable with_amx(KernelTable t, bool exact);
 bool amx_usable();  // AMX-BF16 on the CPU, and the OS grants this process its tiles

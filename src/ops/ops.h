@@ -42,6 +42,8 @@ using RuntimePtr = std::unique_ptr<Runtime, RuntimeDeleter>;
 RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations = "f32");
 const char* isa_name(const Runtime& rt);
 int thread_count(const Runtime& rt);
+// Whether rt's kernels can attend over a KV cache of this dtype (bf16: AVX512_BF16's only).
+bool attends_over(const Runtime& rt, DType kv_cache);
 
 // out[t, :] = table[ids[t], :] widened to float.                     out [T, D]
 void embed(Runtime& rt, const Matrix& table, std::span<const int32_t> ids, float* out);
@@ -83,7 +85,7 @@ struct AttentionItem {
   const float* new_k;
   const float* new_v;
   int n, p0;
-  void* k;  // the cache, [Hkv, capacity, Dh] of kv_dtype (f32 or f16), keys blocked (key_layout.h)
+  void* k;  // the cache, [Hkv, capacity, Dh] of kv_dtype (f32, f16 or bf16), laid out as key_layout.h
   void* v;
   DType kv_dtype;
   int capacity;

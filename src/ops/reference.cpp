@@ -32,13 +32,20 @@ void prepare_x(const float* x, int, int K, int t0, int t1, float* out) {
 }
 size_t prepared_floats(int T, int K) { return size_t(T) * K; }
 
+// What a product with a cache of type T takes of the other factor: with a bf16 cache, the value
+// rounded to bf16, as the AVX512_BF16 dot products take it.
+template <DType T>
+float factor(float x) {
+  return T == DType::bf16 ? bf16_to_f32(f32_to_bf16(x)) : x;
+}
+
 template <DType T>
 void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds) {
   const int padded = whole_key_blocks(P);
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < padded; ++p) {
       float acc = 0;
-      for (int d = 0; d < D; ++d) acc += q[size_t(r) * ldq + d] * weight_at<T>(k, key_offset(p, d, D));
+      for (int d = 0; d < D; ++d) acc += factor<T>(q[size_t(r) * ldq + d]) * weight_at<T>(k, key_offset(T, p, d, D));
       s[size_t(r) * lds + p] = acc;
     }
 }
@@ -48,7 +55,7 @@ void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, f
   for (int r = 0; r < R; ++r)
     for (int d = 0; d < D; ++d) {
       float acc = 0;
-      for (int p = 0; p < P; ++p) acc += a[size_t(r) * lda + p] * weight_at<T>(v, size_t(p) * D + d);
+      for (int p = 0; p < P; ++p) acc += factor<T>(a[size_t(r) * lda + p]) * weight_at<T>(v, value_offset(T, p, d, D));
       out[size_t(r) * ldo + d] = acc;
     }
 }
@@ -77,8 +84,8 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
       {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {lead, lead, lead}, {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, {key_scores<DType::f32>, key_scores<DType::f16>},
-       {weighted_sum<DType::f32>, weighted_sum<DType::f16>}, softmax, rms_norm,
+       {lead, lead, lead}, {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, {key_scores<DType::f32>, key_scores<DType::f16>, key_scores<DType::bf16>},
+       {weighted_sum<DType::f32>, weighted_sum<DType::f16>, weighted_sum<DType::bf16>}, softmax, rms_norm,
        silu_mul});
   return table;
 }

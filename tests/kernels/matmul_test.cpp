@@ -246,36 +246,51 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   }
 }
 
-// A KV cache's elements: x rounded to what `dtype` (f32 or f16) holds, and those values encoded.
-std::vector<uint8_t> as_cache(std::vector<float>& x, DType dtype) {
-  std::vector<uint8_t> out(row_bytes(dtype, x.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (dtype == DType::f32) {
-      std::memcpy(&out[4 * i], &x[i], 4);
-      continue;
-    }
-    const uint16_t h = f32_to_f16(x[i]);
-    x[i] = f16_to_f32(h);
-    std::memcpy(&out[2 * i], &h, 2);
+// A KV cache's `n` elements, element i of x (rounded to what `dtype` holds, in place) at offset(i),
+// the rest `spare` (NaN: must never reach a result).
+template <class Offset>
+std::vector<uint8_t> as_cache(std::vector<float>& x, DType dtype, size_t n, const Offset& offset) {
+  const float spare = std::numeric_limits<float>::quiet_NaN();
+  std::vector<uint8_t> out(row_bytes(dtype, n));
+  auto put = [&](size_t at, float& v) {
+    if (dtype == DType::f32) return std::memcpy(&out[4 * at], &v, 4), void();
+    const uint16_t h = dtype == DType::f16 ? f32_to_f16(v) : f32_to_bf16(v);
+    v = dtype == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
+    std::memcpy(&out[2 * at], &h, 2);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    float nan = spare;
+    put(i, nan);
   }
+  for (size_t i = 0; i < x.size(); ++i) put(offset(i), x[i]);
   return out;
 }
 
-// Keys blocked as key_offset, f32 or f16: scores within a dot product's rounding of the reference,
-// and a query's scores the same bits whether it comes alone (decode) or among many (a prompt's block).
+// The cache dtypes a table attends over: f32, f16, and bf16 where it has those kernels.
+std::vector<DType> cache_types(const KernelTable* kt) {
+  std::vector<DType> out{DType::f32, DType::f16};
+  if (kt->key_scores[int(DType::bf16)]) out.push_back(DType::bf16);
+  return out;
+}
+
+// Keys laid out as key_offset: scores within a dot product's rounding of the reference (which,
+// for a bf16 cache, rounds q to bf16 as the kernels do), and a query's scores the same bits
+// whether it comes alone (decode) or among many (a prompt's block).
 TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const KernelTable* kt : simd_tables())
-    for (DType dtype : {DType::f32, DType::f16})
-      for (int D : {1, 5, 64, 128})
+    for (DType dtype : cache_types(kt))
+      for (int D : {1, 2, 6, 64, 128})
         for (int P : {1, 15, 16, 17, 100}) {
+          if (dtype == DType::bf16 && D % 2) continue;  // pairs of dimensions: head_dim is even
           const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3, kv = int(dtype);
-          std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);
+          std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);  // keys [p, d]
           for (auto& x : keys) x = u(rng);
           for (auto& x : q) x = u(rng);
-          const std::vector<uint8_t> cache = as_cache(keys, dtype);
+          const std::vector<uint8_t> cache =
+              as_cache(keys, dtype, keys.size(), [&](size_t i) { return key_offset(dtype, int(i / D), int(i % D), D); });
           const float sentinel = -777.0f;
           std::vector<float> want(size_t(R) * lds, sentinel), got(size_t(R) * lds, sentinel);
           reference_kernels().key_scores[kv](q.data(), ldq, R, D, cache.data(), P, want.data(), lds);
@@ -288,7 +303,7 @@ TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
                 continue;
               }
               float sum_abs = 0;
-              for (int d = 0; d < D; ++d) sum_abs += std::abs(q[size_t(r) * ldq + d] * keys[key_offset(p, d, D)]);
+              for (int d = 0; d < D; ++d) sum_abs += std::abs(q[size_t(r) * ldq + d] * keys[size_t(p) * D + d]);
               ASSERT_NEAR(got[i], want[i], 2 * D * eps * sum_abs)
                   << kt->name << " " << dtype_name(dtype) << " D " << D << " P " << P << " r " << r << " p " << p;
             }
@@ -303,20 +318,26 @@ TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
         }
 }
 
+// Values laid out as value_offset, from one element in (unaligned); a bf16 cache's spare position
+// after an odd P holds NaN, which must not reach the sums. The reference, for a bf16 cache, rounds
+// the weights to bf16 as the kernels do.
 TEST(VectorKernels, WeightedSumMatchesReference) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
   for (const KernelTable* kt : simd_tables())
-    for (DType dtype : {DType::f32, DType::f16})
+    for (DType dtype : cache_types(kt))
       for (int R : {1, 2, 3, 4, 6, 7, 13, 32})
         for (int D : {1, 7, 8, 16, 17, 64, 128, 130})
           for (int P : {0, 1, 5, 33}) {
             const int lda = P + 3, ldo = D + 2, kv = int(dtype);  // strides wider than the rows
-            std::vector<float> a(size_t(R) * lda), v(size_t(P) * D + 1);
+            const int stored = P + P % 2;                         // positions the cache holds
+            std::vector<float> a(size_t(R) * lda), v(size_t(P) * D);  // v [p, d]
             for (auto& x : a) x = u(rng);
             for (auto& x : v) x = u(rng);
-            const std::vector<uint8_t> cache = as_cache(v, dtype);  // from one element in: unaligned
+            const std::vector<uint8_t> cache = as_cache(v, dtype, 1 + size_t(stored) * D, [&](size_t i) {
+              return 1 + value_offset(dtype, int(i / D), int(i % D), D);
+            });
             const uint8_t* values = cache.data() + row_bytes(dtype, 1);
             const float sentinel = -777.0f;
             std::vector<float> want(size_t(R) * ldo, sentinel), got(size_t(R) * ldo, sentinel);
@@ -330,7 +351,7 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
                   continue;
                 }
                 float sum_abs = 0;  // the same bound as a dot product of P terms
-                for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[1 + size_t(p) * D + d]);
+                for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[size_t(p) * D + d]);
                 ASSERT_NEAR(got[i], want[i], 2 * P * eps * sum_abs) << "op weighted_sum, isa " << kt->name << ", "
                                                                     << dtype_name(dtype) << ", R " << R << ", D " << D
                                                                     << ", P " << P << ", r " << r << ", d " << d;

@@ -14,9 +14,10 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");
   cmd.add_option("--kv-cache", options.kv_cache,
                  "KV cache element type: f32 (exact), f16 (half the memory and attention reads: faster decode at "
-                 "long contexts; logits move by about 1e-3 to 1e-2), or auto: f16 for q8/q4 weights (lost "
-                 "in their quantization error), f32 for float ones")
-      ->check(CLI::IsMember({"auto", "f32", "f16"}))
+                 "long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
+                 "AVX512_BF16 dot products; needs --activations bf16), or auto: bf16 with --activations bf16, "
+                 "else f16 for q8/q4 weights (lost in their quantization error), f32 for float ones")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}))
       ->capture_default_str();
   cmd.add_option("--activations", options.activations,
                  "How bf16 weights' products take their input: f32 (exact), or bf16 (rounded, as llama.cpp "

@@ -11,7 +11,7 @@ const KernelTable& avx512_kernels() {
 }
 
 const KernelTable& avx512_bf16_kernels() {
-  static const KernelTable table = with_avx512_bf16_dot(avx512_kernels());
+  static const KernelTable table = with_avx512_bf16_attention(with_avx512_bf16_dot(avx512_kernels()));
   return table;
 }
 
