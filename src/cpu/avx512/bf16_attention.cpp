@@ -36,7 +36,7 @@ const uint32_t* rows_as_pairs(const float* x, int ldx, int R, int n) {
   const size_t pairs = (n + 1) / 2;
   thread_local io::Buffer<uint32_t> out;
   if (out.size() < R * pairs) out.resize(R * pairs);
-  for (int r = 0; r < R; ++r) to_pairs(x + size_t(r) * ldx, n, &out[r * pairs]);
+  for (int r = 0; r < R; ++r) to_pairs(x + size_t(r) * ldx, n, out.data() + r * pairs);  // pairs may be 0
   return out.data();
 }
 
