@@ -74,9 +74,9 @@ void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
     const int column = t % tile_tokens<Parts>() * Parts;
     int32_t* tile = o + size_t(t / tile_tokens<Parts>()) * chunks * kTileElems / 2;
     for (int c = 0; c < chunks; ++c) {
-      const int k = c * kChunk, n = std::min(kChunk, K - k);
-      __m512 lo = _mm512_maskz_loadu_ps(_cvtu32_mask16((1u << std::min(n, 16)) - 1), src + k);
-      __m512 hi = _mm512_maskz_loadu_ps(_cvtu32_mask16(n > 16 ? (1u << (n - 16)) - 1 : 0), src + k + 16);
+      const int k = c * kChunk;
+      __m512 lo, hi;
+      load_up_to_32(src + k, std::min(kChunk, K - k), lo, hi);
       for (int p = 0; p < Parts; ++p) {
         const __m512i part = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // to nearest even, in order of k
         _mm512_i32scatter_epi32(tile + size_t(c) * kTileElems / 2 + column + p, rows, part, 4);

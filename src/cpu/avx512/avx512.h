@@ -4,6 +4,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace qwen3::cpu {
@@ -96,5 +97,18 @@ struct Avx512 {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, set1(limit), _CMP_GE_OQ), v);
   }
 };
+
+// n <= 32 floats from x as two vectors, lanes past n zero (their memory is not touched).
+inline void load_up_to_32(const float* x, int n, __m512& lo, __m512& hi) {
+  lo = _mm512_maskz_loadu_ps(_cvtu32_mask16((1u << std::min(n, 16)) - 1), x);
+  hi = _mm512_maskz_loadu_ps(_cvtu32_mask16(n > 16 ? (1u << (n - 16)) - 1 : 0), x + 16);
+}
+
+// The same rounded to 32 bf16 values (to nearest even), in order (AVX512_BF16).
+inline __m512i bf16_of_up_to_32(const float* x, int n) {
+  __m512 lo, hi;
+  load_up_to_32(x, n, lo, hi);
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
 
 }  // namespace qwen3::cpu

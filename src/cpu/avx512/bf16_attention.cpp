@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cpu/avx512/avx512.h"
 #include "cpu/simd_kernels.h"
 #include "io/huge_page_buffer.h"
 #include "ops/kernels.h"
@@ -24,10 +25,7 @@ constexpr int kLanes = 16;
 void to_pairs(const float* x, int n, uint32_t* out) {
   for (int i = 0; i < n; i += 2 * kLanes) {
     const int m = std::min(2 * kLanes, n - i);
-    const __mmask16 lo = _cvtu32_mask16((1u << std::min(m, kLanes)) - 1),
-                    hi = _cvtu32_mask16(m > kLanes ? (1u << (m - kLanes)) - 1 : 0);
-    const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + i + kLanes), _mm512_maskz_loadu_ps(lo, x + i));
-    _mm512_mask_storeu_epi32(out + i / 2, _cvtu32_mask16((1u << ((m + 1) / 2)) - 1), (__m512i)v);
+    _mm512_mask_storeu_epi32(out + i / 2, _cvtu32_mask16((1u << ((m + 1) / 2)) - 1), bf16_of_up_to_32(x + i, m));
   }
 }
 

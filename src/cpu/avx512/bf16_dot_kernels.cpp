@@ -54,11 +54,9 @@ void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
     const int g0 = t - t % G, rows = std::min(G, T - g0);
     const float* src = x + size_t(t) * K;
     for (int c = 0; c < chunks; ++c) {
-      const int k = c * kChunk, n = std::min(kChunk, K - k);
-      const __mmask16 lo = _cvtu32_mask16((1u << std::min(n, 16)) - 1),
-                      hi = _cvtu32_mask16(n > 16 ? (1u << (n - 16)) - 1 : 0);
-      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + k + 16), _mm512_maskz_loadu_ps(lo, src + k));
-      _mm512_storeu_si512(o + (size_t(g0) * chunks + size_t(c) * rows + (t - g0)) * kChunk, (__m512i)v);
+      const int k = c * kChunk;
+      _mm512_storeu_si512(o + (size_t(g0) * chunks + size_t(c) * rows + (t - g0)) * kChunk,
+                          bf16_of_up_to_32(src + k, std::min(kChunk, K - k)));
     }
   }
 }
