@@ -43,6 +43,7 @@ ops::KernelTable make_table(const char* name) {
                           S::packed_mr,
                           {key_scores<S, float>, key_scores<S, F16>, nullptr},
                           {weighted_sum<S, float>, weighted_sum<S, F16>, nullptr},
+                          {append_kv<S, float>, append_kv<S, F16>, nullptr},
                           softmax<S>,
                           rms_norm<S>,
                           silu_mul<S>};

@@ -49,6 +49,12 @@ struct KernelTable {
   // out [R, ldo]. Each output is one multiply-add per p (or pair), in order of p, so it depends on
   // nothing but its row.
   void (*weighted_sum[3])(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo);
+  // n tokens' keys and values of one head (rows of D floats, ld apart) stored at positions p0 ..
+  // p0 + n - 1 of the head's cache (keys, values: its position 0), converted to the cache's dtype
+  // and laid out as key_offset and value_offset say; null where key_scores is. For bf16, rounded
+  // to nearest even as the bf16 kernels round their other factor (AVX512_BF16 rounds denormals to
+  // 0, which its dot products would read them as anyway).
+  void (*append_kv[3])(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values);
   // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
   // std::exp), lanes in an order fixed by n.
   void (*softmax)(float* s, int n, float scale);

@@ -195,32 +195,11 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
   std::vector<int> first_task(items.size() + 1, 0);  // item i's tasks: [first_task[i], first_task[i + 1])
   for (size_t i = 0; i < items.size(); ++i)
     first_task[i + 1] = first_task[i] + kv_heads * ((items[i].n + kQueryBlock - 1) / kQueryBlock);
-  auto append = [&](const AttentionItem& it, int g) {  // head g's new keys and values, as key_layout.h
-    const size_t head = size_t(g) * it.capacity * head_dim;
-    auto put = [&]<class T, bool paired>(T* k, T* v, auto convert, std::bool_constant<paired>) {
-      std::vector<T> nk(head_dim), nv(head_dim);  // a token's key and value converted: a loop of vectors
-      for (int t = 0; t < it.n; ++t) {
-        const size_t from = (size_t(t) * kv_heads + g) * head_dim;
-        for (int d = 0; d < head_dim; ++d) nk[d] = convert(it.new_k[from + d]), nv[d] = convert(it.new_v[from + d]);
-        T* key = k + head + key_offset(it.kv_dtype, it.p0 + t, 0, head_dim);
-        T* value = v + head + value_offset(it.kv_dtype, it.p0 + t, 0, head_dim);
-        if constexpr (paired) {  // dimensions 2i and 2i + 1 side by side: one store for both
-          for (int i = 0; i < head_dim / 2; ++i) std::memcpy(key + i * 2 * kKeyBlock, &nk[2 * i], 2 * sizeof(T));
-          for (int d = 0; d < head_dim; ++d) value[2 * d] = nv[d];
-        } else {
-          for (int d = 0; d < head_dim; ++d) key[d * kKeyBlock] = nk[d];
-          std::copy_n(nv.begin(), head_dim, value);
-        }
-      }
-    };
-    auto* k16 = static_cast<uint16_t*>(it.k);
-    auto* v16 = static_cast<uint16_t*>(it.v);
-    if (it.kv_dtype == DType::f32)
-      put(static_cast<float*>(it.k), static_cast<float*>(it.v), [](float x) { return x; }, std::false_type{});
-    else if (it.kv_dtype == DType::f16)
-      put(k16, v16, [](float x) { return f32_to_f16(x); }, std::false_type{});
-    else
-      put(k16, v16, [](float x) { return f32_to_bf16(x); }, std::true_type{});
+  auto append = [&](const AttentionItem& it, int g) {  // head g's new keys and values
+    const size_t head = row_bytes(it.kv_dtype, size_t(g) * it.capacity * head_dim);
+    rt.kernels.append_kv[int(it.kv_dtype)](it.new_k + size_t(g) * head_dim, it.new_v + size_t(g) * head_dim,
+                                           kv_heads * head_dim, it.n, head_dim, it.p0,
+                                           static_cast<uint8_t*>(it.k) + head, static_cast<uint8_t*>(it.v) + head);
   };
   // With one block of queries per item (decode), each task appends its own head's keys and values
   // first, in parallel; a prompt's blocks read each other's keys, so they are all appended first.

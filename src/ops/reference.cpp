@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "ops/kernels.h"
 
@@ -60,6 +61,21 @@ void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, f
     }
 }
 
+template <DType T>
+void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values) {
+  using Stored = std::conditional_t<T == DType::f32, float, uint16_t>;
+  auto convert = [](float x) -> Stored {
+    if constexpr (T == DType::f32) return x;
+    else if constexpr (T == DType::f16) return f32_to_f16(x);
+    else return f32_to_bf16(x);
+  };
+  for (int t = 0; t < n; ++t)
+    for (int d = 0; d < D; ++d) {
+      static_cast<Stored*>(keys)[key_offset(T, p0 + t, d, D)] = convert(k[size_t(t) * ld + d]);
+      static_cast<Stored*>(values)[value_offset(T, p0 + t, d, D)] = convert(v[size_t(t) * ld + d]);
+    }
+}
+
 void softmax(float* s, int n, float scale) {
   float max_score = -INFINITY;
   for (int p = 0; p < n; ++p) max_score = std::max(max_score, s[p] *= scale);
@@ -85,8 +101,8 @@ const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
       {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
        {lead, lead, lead}, {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, {key_scores<DType::f32>, key_scores<DType::f16>, key_scores<DType::bf16>},
-       {weighted_sum<DType::f32>, weighted_sum<DType::f16>, weighted_sum<DType::bf16>}, softmax, rms_norm,
-       silu_mul});
+       {weighted_sum<DType::f32>, weighted_sum<DType::f16>, weighted_sum<DType::bf16>},
+       {append_kv<DType::f32>, append_kv<DType::f16>, append_kv<DType::bf16>}, softmax, rms_norm, silu_mul});
   return table;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ops/kernels.h"
@@ -356,6 +357,32 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
                                                                     << dtype_name(dtype) << ", R " << R << ", D " << D
                                                                     << ", P " << P << ", r " << r << ", d " << d;
               }
+          }
+}
+
+// Appending a head's new keys and values: every table's bytes the reference's, from any position
+// (mid-block, mid-pair), rows wider than D, and what an append does not write left as it was.
+TEST(VectorKernels, AppendMatchesReference) {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> g(0, 1);
+  for (const KernelTable* kt : simd_tables())
+    for (DType dtype : cache_types(kt))
+      for (int D : {2, 8, 30, 64, 128, 130})
+        for (int p0 : {0, 1, 15, 16, 17})
+          for (int n : {1, 2, 3, 16, 33}) {
+            const int ld = D + 6, positions = whole_key_blocks(p0 + n + 1);
+            std::vector<float> k(size_t(n) * ld), v(size_t(n) * ld);
+            for (auto& x : k) x = g(rng);
+            for (auto& x : v) x = g(rng);
+            std::vector<uint8_t> want_k(row_bytes(dtype, size_t(positions) * D)), want_v(want_k.size());
+            for (size_t i = 0; i < want_k.size(); ++i) want_k[i] = uint8_t(7 * i + 1), want_v[i] = uint8_t(5 * i + 3);
+            std::vector<uint8_t> got_k = want_k, got_v = want_v;
+            reference_kernels().append_kv[int(dtype)](k.data(), v.data(), ld, n, D, p0, want_k.data(), want_v.data());
+            kt->append_kv[int(dtype)](k.data(), v.data(), ld, n, D, p0, got_k.data(), got_v.data());
+            const std::string where = std::string(kt->name) + ", " + dtype_name(dtype) + ", D " + std::to_string(D) +
+                                      ", p0 " + std::to_string(p0) + ", n " + std::to_string(n);
+            ASSERT_EQ(got_k, want_k) << "keys, " << where;
+            ASSERT_EQ(got_v, want_v) << "values, " << where;
           }
 }
 

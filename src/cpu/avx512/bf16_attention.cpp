@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "cpu/avx512/avx512.h"
 #include "cpu/simd_kernels.h"
@@ -160,6 +162,39 @@ void paired_weighted_sum(const float* a, int lda, int R, int P, const void* v, i
   if (r < R) weighted_rows_of<RB - 1>(R - r, ap + size_t(r) * pairs, pairs, P, values, D, out + size_t(r) * ldo, ldo);
 }
 
+// The 16-bit lanes of n 32-bit lanes (n <= 16).
+__mmask32 halves_of(int n) { return _cvtu32_mask32(n == kLanes ? ~0u : (1u << (2 * n)) - 1); }
+
+// A head's new keys and values into its bf16 cache, rounded as to_pairs rounds: a key as pairs,
+// each stored into its block (a pair's 16 keys side by side); a value 32 dimensions at a time,
+// widened to 32-bit lanes and stored into the low or the high halves of its position pair
+// (masked: the pair's other position stays as it is).
+void paired_append(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values) {
+  const int pairs = D / 2;  // D is even (ops/key_layout.h)
+  thread_local std::vector<uint32_t> key_pairs;
+  key_pairs.resize(pairs);
+  for (int t = 0; t < n; ++t) {
+    const int p = p0 + t;
+    to_pairs(k + size_t(t) * ld, D, key_pairs.data());
+    auto* key = static_cast<uint32_t*>(keys) + size_t(p / kLanes) * pairs * kLanes + p % kLanes;
+    for (int i = 0; i < pairs; ++i) std::memcpy(key + size_t(i) * kLanes, &key_pairs[i], sizeof(uint32_t));
+    auto* value = static_cast<uint16_t*>(values) + size_t(p / 2) * D * 2;
+    const float* row = v + size_t(t) * ld;
+    const __mmask32 position = _cvtu32_mask32(p % 2 ? 0xaaaaaaaau : 0x55555555u);
+    for (int d = 0; d < D; d += 2 * kLanes) {
+      const int m = std::min(2 * kLanes, D - d), m0 = std::min(m, kLanes);
+      const __m512i b = bf16_of_up_to_32(row + d, m);
+      const __m512i both[2] = {_mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)),
+                               _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(b, 1))};
+      for (int h = 0; h < 2 && h * kLanes < m; ++h) {
+        const __m512i lanes = p % 2 ? _mm512_slli_epi32(both[h], 16) : both[h];
+        _mm512_mask_storeu_epi16(value + size_t(d + h * kLanes) * 2,
+                                 _kand_mask32(position, halves_of(h ? m - m0 : m0)), lanes);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 }  // namespace qwen3::cpu
@@ -169,6 +204,7 @@ namespace qwen3::ops {
 KernelTable with_avx512_bf16_attention(KernelTable t) {
   t.key_scores[int(DType::bf16)] = cpu::paired_key_scores;
   t.weighted_sum[int(DType::bf16)] = cpu::paired_weighted_sum;
+  t.append_kv[int(DType::bf16)] = cpu::paired_append;
   return t;
 }
 
