@@ -7,7 +7,6 @@
 #include <cstring>
 #include <numeric>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "cpu/thread_pool.h"
