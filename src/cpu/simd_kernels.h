@@ -30,7 +30,6 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "io/dtype.h"
 #include "ops/kernels.h"
@@ -382,8 +381,7 @@ void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, f
   if (r < R) weighted_rows_of<S, W, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
 }
 
-// The table's append_kv for an f32 or f16 cache: a token's key and value converted as one loop
-// each (vectors, from the compiler), then the key's dimensions stored kKeyBlock apart and the
+// The table's append_kv for an f32 or f16 cache: a key's dimensions stored kKeyBlock apart, a
 // value as a row. (S only keeps each instruction set's copy apart.)
 template <class S, class W>
 void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values) {
@@ -392,13 +390,11 @@ void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, voi
     if constexpr (std::is_same_v<W, float>) return x;
     else return f32_to_f16(x);
   };
-  thread_local std::vector<T> nk, nv;
-  nk.resize(D), nv.resize(D);
   for (int t = 0; t < n; ++t) {
-    for (int d = 0; d < D; ++d) nk[d] = convert(k[size_t(t) * ld + d]), nv[d] = convert(v[size_t(t) * ld + d]);
     T* key = static_cast<T*>(keys) + ops::key_offset(p0 + t, 0, D);
-    for (int d = 0; d < D; ++d) key[d * ops::kKeyBlock] = nk[d];
-    std::copy_n(nv.begin(), D, static_cast<T*>(values) + size_t(p0 + t) * D);
+    T* value = static_cast<T*>(values) + size_t(p0 + t) * D;
+    for (int d = 0; d < D; ++d) key[d * ops::kKeyBlock] = convert(k[size_t(t) * ld + d]);
+    for (int d = 0; d < D; ++d) value[d] = convert(v[size_t(t) * ld + d]);
   }
 }
 

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "cpu/avx512/avx512.h"
 #include "cpu/simd_kernels.h"
@@ -171,13 +170,12 @@ __mmask32 halves_of(int n) { return _cvtu32_mask32(n == kLanes ? ~0u : (1u << (2
 // (masked: the pair's other position stays as it is).
 void paired_append(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values) {
   const int pairs = D / 2;  // D is even (ops/key_layout.h)
-  thread_local std::vector<uint32_t> key_pairs;
-  key_pairs.resize(pairs);
+  const uint32_t* key_pairs = rows_as_pairs(k, ld, n, D);
   for (int t = 0; t < n; ++t) {
     const int p = p0 + t;
-    to_pairs(k + size_t(t) * ld, D, key_pairs.data());
     auto* key = static_cast<uint32_t*>(keys) + size_t(p / kLanes) * pairs * kLanes + p % kLanes;
-    for (int i = 0; i < pairs; ++i) std::memcpy(key + size_t(i) * kLanes, &key_pairs[i], sizeof(uint32_t));
+    for (int i = 0; i < pairs; ++i)
+      std::memcpy(key + size_t(i) * kLanes, &key_pairs[size_t(t) * pairs + i], sizeof(uint32_t));
     auto* value = static_cast<uint16_t*>(values) + size_t(p / 2) * D * 2;
     const float* row = v + size_t(t) * ld;
     const __mmask32 position = _cvtu32_mask32(p % 2 ? 0xaaaaaaaau : 0x55555555u);
