@@ -181,7 +181,8 @@ class Forward {
     ops::matmul(rt_, wanted.data(), R, w_.lm_head, all.data());
     size_t row = 0;
     for (size_t i = 0; i < batch_.size(); ++i) {
-      logits[i].assign(all.begin() + row * V, all.begin() + (row + rows[i]) * V);
+      logits[i].resize(rows[i] * V);
+      ops::copy(rt_, &all[row * V], rows[i] * V, logits[i].data());
       row += rows[i];
     }
     constexpr int kKeptRows = 64;  // a decode batch's worth; a batch of whole prompts lets go of it

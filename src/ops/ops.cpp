@@ -255,6 +255,14 @@ void add(Runtime& rt, float* x, const float* y, int n) {
   });
 }
 
+void copy(Runtime& rt, const float* x, size_t n, float* out) {
+  constexpr size_t kChunk = 16384;  // floats: 64 KiB
+  const int chunks = int((n + kChunk - 1) / kChunk);
+  for_range(rt, chunks, kChunk, [&](int b, int e) {
+    std::copy(x + b * kChunk, x + std::min(n, e * kChunk), out + b * kChunk);
+  });
+}
+
 uint64_t read(Runtime& rt, std::span<const Matrix> matrices) {
   // Units of 64 KiB, numbered across the matrices in order (as matmul's blocks of rows).
   constexpr size_t kUnit = size_t(64) << 10;

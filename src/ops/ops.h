@@ -103,6 +103,9 @@ void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out
 // x += y.                                                            [n]
 void add(Runtime& rt, float* x, const float* y, int n);
 
+// out = x, on the threads: a batch's logits, megabytes a step, each into its own vector.  [n]
+void copy(Runtime& rt, const float* x, size_t n, float* out);
+
 // Reads every byte of the matrices once, the threads in contiguous shares as a product streams
 // them, and does nothing else: the bandwidth decode answers to, for this very memory. Returns the
 // sum (mod 2^64) of each matrix's bytes as little-endian 64-bit words from its start, the last
