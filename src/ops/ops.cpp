@@ -74,9 +74,9 @@ void for_range(Runtime& rt, int n, size_t cost, const Fn& fn) {
 
 // Element-wise work split into chunks of whole cache lines.
 template <class Fn>
-void for_elements(Runtime& rt, int n, const Fn& fn) {
-  constexpr int kChunk = 1024;
-  for_range(rt, (n + kChunk - 1) / kChunk, kChunk, [&](int b, int e) { fn(b * kChunk, std::min(n, e * kChunk)); });
+void for_elements(Runtime& rt, size_t n, const Fn& fn) {
+  constexpr size_t kChunk = 1024;
+  for_range(rt, int((n + kChunk - 1) / kChunk), kChunk, [&](int b, int e) { fn(b * kChunk, std::min(n, e * kChunk)); });
 }
 }  // namespace
 
@@ -244,23 +244,19 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
 }
 
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out) {
-  for_elements(rt, n, [&](int b, int e) {
-    rt.kernels.silu_mul(gate + b, up + b, e - b, out + b);
+  for_elements(rt, n, [&](size_t b, size_t e) {
+    rt.kernels.silu_mul(gate + b, up + b, int(e - b), out + b);
   });
 }
 
 void add(Runtime& rt, float* x, const float* y, int n) {
-  for_elements(rt, n, [&](int b, int e) {
-    for (int i = b; i < e; ++i) x[i] += y[i];
+  for_elements(rt, n, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) x[i] += y[i];
   });
 }
 
 void copy(Runtime& rt, const float* x, size_t n, float* out) {
-  constexpr size_t kChunk = 16384;  // floats: 64 KiB
-  const int chunks = int((n + kChunk - 1) / kChunk);
-  for_range(rt, chunks, kChunk, [&](int b, int e) {
-    std::copy(x + b * kChunk, x + std::min(n, e * kChunk), out + b * kChunk);
-  });
+  for_elements(rt, n, [&](size_t b, size_t e) { std::copy(x + b, x + e, out + b); });
 }
 
 uint64_t read(Runtime& rt, std::span<const Matrix> matrices) {
