@@ -321,8 +321,9 @@ void key_scores_in_tiles(const float* q, int ldq, int R, int D, const void* k, i
 template <class S, class W>
 void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds) {
   static_assert(ops::kKeyBlock % S::lanes == 0);
-  // Decode's few queries (a group's heads) take wider tiles: more keys in flight.
-  if (R <= 2) return key_scores_in_tiles<S, W, 2, S::nr(2)>(q, ldq, R, D, k, P, s, lds);
+  // Decode's few queries (a group's heads) take wider tiles, more keys in flight: 2 x NV sums,
+  // NV vectors of keys and a broadcast within the registers.
+  if (R <= 2) return key_scores_in_tiles<S, W, 2, S::registers / 4>(q, ldq, R, D, k, P, s, lds);
   key_scores_in_tiles<S, W, S::MR, S::nr(S::MR)>(q, ldq, R, D, k, P, s, lds);
 }
 

@@ -84,7 +84,7 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
   for (const KernelTable* kt : simd_tables()) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (int K : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 47, 128, 1024}) {
-        for (int T : {1, 2, 5, 7, 13, 29, 100}) {
+        for (int T : {1, 2, 3, 5, 7, 13, 29, 100}) {
           const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;  // a sub-range of rows, sentinels around it
           const int misalign = (K + T) % 3;                 // pointers off the natural alignment
           Weights w = random_weights(dtype, size_t(N) * K + misalign, rng);
@@ -124,7 +124,7 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   for (const KernelTable* kt : simd_tables())
     for (DType dtype : {DType::f32, DType::f16, DType::bf16})
       for (int K : {1024, 1000, 77, 3000})
-        for (int T : {5, 11, 40, 100, 250}) {
+        for (int T : {2, 3, 5, 11, 40, 100, 250}) {
           const int N = T == 100 && K == 1024 ? 700 : 37;  // 700 rows: 22 packed panels, the last partial
           Weights w = random_weights(dtype, size_t(N) * K, rng);
           std::vector<float> x(size_t(T) * K);
