@@ -191,6 +191,12 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int 
   const int kv = K - K % ks;  // the tail (no lead): in order, after the lanes' sums
   float sums[MR * NR];
   lane_sums<S>(&acc[0][0], MR * NR, sums);
+  // No tail (every Qwen3 product): a copy per row, not a loop per output over an empty tail (52 of
+  // the 8 x 3 tile's ~190 cycles outside its loop).
+  if (kv == K) {
+    for (int r = 0; r < MR; ++r) std::copy_n(sums + r * NR, NR, y + size_t(r) * ldy + n);
+    return;
+  }
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) {
       float s = sums[r * NR + c];
