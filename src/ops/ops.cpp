@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "parallel/thread_pool.h"
 #include "io/huge_page_buffer.h"
 #include "io/quant_blocks.h"
 #include "ops/kernels.h"
@@ -21,7 +21,7 @@ class Runtime {
  public:
   Runtime(const KernelTable& k, int threads) : kernels(k), pool(threads) {}
   const KernelTable& kernels;
-  cpu::ThreadPool pool;
+  parallel::ThreadPool pool;
   io::Buffer<float> xf;    // activations laid out for the float kernels (prepare_x), reused
   io::Buffer<float> xr;    // [T, K] activations rotated by the weights' lead, where they have one
   io::Buffer<int8_t> xq;   // [T, K] activations quantized for the integer kernels, reused

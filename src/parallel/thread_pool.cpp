@@ -1,11 +1,11 @@
 // A persistent pool of worker threads with spin-then-sleep hand-off and work stealing.
-#include "cpu/thread_pool.h"
+#include "parallel/thread_pool.h"
 
 #include <chrono>
 
 #include <immintrin.h>
 
-namespace qwen3::cpu {
+namespace qwen3::parallel {
 
 namespace {
 // How long an idle worker spins before it sleeps: long enough to bridge the gap between two
@@ -113,4 +113,4 @@ void ThreadPool::work(int self) {
   }
 }
 
-}  // namespace qwen3::cpu
+}  // namespace qwen3::parallel

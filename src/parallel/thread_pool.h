@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace qwen3::cpu {
+namespace qwen3::parallel {
 
 class ThreadPool {
  public:
@@ -52,4 +52,4 @@ class ThreadPool {
   std::condition_variable wake_;
 };
 
-}  // namespace qwen3::cpu
+}  // namespace qwen3::parallel

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/thread_pool.h"
+#include "parallel/thread_pool.h"
 
-namespace qwen3::cpu {
+namespace qwen3::parallel {
 namespace {
 
 struct Chunk {
@@ -94,4 +94,4 @@ TEST(ThreadPool, AHeldUpThreadsShareIsTakenOverBackToFront) {
 }
 
 }  // namespace
-}  // namespace qwen3::cpu
+}  // namespace qwen3::parallel
