@@ -1,12 +1,10 @@
-// Loading a Qwen3 model folder and stepping a batch of sequences through it.
+// Loading a Qwen model folder and stepping a batch of sequences through it.
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,11 +14,20 @@ namespace qwen3 {
 
 using TokenId = int32_t;
 
+// How a layer mixes tokens, and which feed-forward follows it: chosen per layer from config.json.
+enum class Mixer { attention };       // grouped-query attention over a KV cache
+enum class FeedForward { mlp, moe };  // a dense SwiGLU MLP, or a routed mixture of experts
+struct LayerKind {
+  Mixer mixer = Mixer::attention;
+  FeedForward ffn = FeedForward::mlp;
+  bool operator==(const LayerKind&) const = default;
+};
+
 // config.json, with Hugging Face's key names.
 struct ModelConfig {
-  std::string model_type;  // "qwen3"
+  std::string model_type;  // "qwen3" or "qwen3_moe"
   int hidden_size = 0;
-  int intermediate_size = 0;
+  int intermediate_size = 0;  // of the dense MLP layers
   int num_hidden_layers = 0;
   int num_attention_heads = 0;
   int num_key_value_heads = 0;
@@ -33,80 +40,89 @@ struct ModelConfig {
   std::string torch_dtype;
   int bos_token_id = -1;
   std::vector<int> eos_token_id;
+  // Mixture of experts (qwen3_moe): an MoE layer routes each token to num_experts_per_tok of
+  // num_experts SwiGLU experts of moe_intermediate_size. Layer i is MoE unless it is listed in
+  // mlp_only_layers or (i + 1) % decoder_sparse_step != 0.
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;
+  bool norm_topk_prob = false;  // renormalise the chosen experts' probabilities to sum to 1
+  int decoder_sparse_step = 1;
+  std::vector<int> mlp_only_layers;
+
+  std::vector<LayerKind> layers;  // [num_hidden_layers], derived from the fields above
 
   // "Qwen3-0.6B (28 layers, 1024 dim, 16 Q heads, 8 KV heads)" style summary.
   std::string summary(const std::string& name) const;
   static ModelConfig load(const std::filesystem::path& model_dir);  // validates every field
 };
 
+// Kernels: the best the CPU has, or one forced (scalar: the plain reference kernels, the oracle;
+// amx: bf16 weights' products on AMX tiles, exact with f32 activations).
+enum class Isa { automatic, amx, avx512, avx2, scalar };
+// Load-time quantization of float weights, as `qwen3 quantize` writes them.
+enum class WeightQuant { none, q8, q4 };
+// How each sequence's KV cache holds keys and values: f32 exactly; f16, which halves the cache's
+// memory and what attention reads per token (decode at long contexts) at a small accuracy cost;
+// bf16, the same memory, with attention as AVX512_BF16 dot products (query and weights rounded
+// to bf16; needs bf16 activations). automatic takes bf16 with bf16 activations, else f16 for
+// quantized (q8/q4) layers, whose own error is far larger, and f32 for float ones.
+enum class KvCacheType { automatic, f32, f16, bf16 };
+// How products with bf16 weights take their activations: f32 exactly (widened weights, float
+// multiply-adds: within 1e-5 of a float32 reference); bf16 rounded, as llama.cpp does, for
+// AVX512_BF16 dot products with twice the multiply-adds per instruction (faster prompts; logits
+// move by up to about 0.2: docs/precision.md). bf16 needs a CPU with AVX512_BF16.
+enum class Activations { f32, bf16 };
+
+// The names front ends and messages use ("auto", "avx512", "q8", "f16", ...), and back: parse_*
+// throws Error(invalid_argument) naming the accepted values.
+const char* to_string(Isa isa);
+const char* to_string(WeightQuant quant);  // "none", "q8", "q4"
+const char* to_string(KvCacheType type);
+const char* to_string(Activations activations);
+Isa parse_isa(std::string_view name);
+WeightQuant parse_weight_quant(std::string_view name);
+KvCacheType parse_kv_cache_type(std::string_view name);
+Activations parse_activations(std::string_view name);
+
 struct LoadOptions {
-  int threads = 0;          // 0 = one per core
-  std::string isa = "auto";  // "auto", "avx512", "avx2" or "scalar" (the plain reference kernels)
-  // "q8" or "q4": quantize float weights at load time (into owned memory) as `qwen3 quantize`
-  // would write them; "" uses the folder's weights as they are (a quantized folder is mapped).
-  std::string quant = "";
+  int threads = 0;  // 0 = one per core
+  Isa isa = Isa::automatic;
+  // none: the folder's weights as they are (a quantized folder is mapped); q8 / q4: float
+  // matrices quantized at load time into owned memory (MoE routers stay in float).
+  WeightQuant quant = WeightQuant::none;
   bool keep_head = false;  // with quant: leave embed_tokens and lm_head in their file dtype
   // true: memory-map the weights (fast start, shared page cache; 2 MiB pages where the cache holds
   // the file in 2 MiB folios, see drop_from_page_cache). false: read them into huge-page memory
-  // (slower start; 4-15% faster decode than a map of a file cached in 4 KiB pages).
+  // (slower start; faster decode than a map of a file cached in 4 KiB pages).
   bool mmap = true;
-  // How each sequence's KV cache holds keys and values: "f32", or "f16", which halves the cache's
-  // memory and what attention reads per token (decode at long contexts) at a small accuracy cost;
-  // or "bf16", the same memory, with attention as AVX512_BF16 dot products (query and weights
-  // rounded to bf16; needs activations "bf16"). "auto" takes bf16 with bf16 activations, else f16
-  // for quantized (q8/q4) layers, whose own error is far larger, and f32 for float ones.
-  std::string kv_cache = "auto";
-  // How products with bf16 weights take their activations: "f32" exactly (widened weights, float
-  // multiply-adds: within 1e-5 of a float32 reference); "bf16" rounded to bf16, as llama.cpp does,
-  // for AVX512_BF16 dot products with twice the multiply-adds per instruction (prompts 1.3-1.6x
-  // faster; logits move by up to about 0.2: docs/precision.md). bf16 needs a CPU with AVX512_BF16.
-  std::string activations = "f32";
+  KvCacheType kv_cache = KvCacheType::automatic;
+  Activations activations = Activations::f32;
 };
 
 class Model;
 
-namespace detail {
-// Allocates zeroed pages from the kernel, aligned to a page, and leaves elements uninitialized, so
-// a KV cache only touches (and holds) the pages its tokens fill; blocks of 2 MiB or more in 2 MiB
-// pages.
-template <class T>
-struct ZeroPagesAllocator {
-  using value_type = T;
-  ZeroPagesAllocator() = default;
-  template <class U>
-  ZeroPagesAllocator(const ZeroPagesAllocator<U>&) {}
-  T* allocate(size_t n);
-  void deallocate(T* p, size_t n);
-  template <class U>
-  void construct(U* p) {
-    ::new (static_cast<void*>(p)) U;
-  }
-  bool operator==(const ZeroPagesAllocator&) const { return true; }
-};
-using CacheBlock = std::vector<uint8_t, ZeroPagesAllocator<uint8_t>>;  // f32 or f16 elements
-}  // namespace detail
-
-// One sequence's KV cache. It grows as tokens arrive (capacity is not reserved up front) up to
-// max_context tokens; stepping past that throws Error(context_overflow).
+// One sequence's state in every layer (an attention layer's is a KV cache), owned by the library.
+// It grows as tokens arrive (capacity is not reserved up front) up to max_context tokens;
+// stepping past that throws Error(context_overflow).
 class Sequence {
  public:
   explicit Sequence(const Model& model, int max_context = 0);  // 0 = the model's maximum
-  int length() const { return length_; }
-  int max_context() const { return max_context_; }
+  ~Sequence();
+  Sequence(Sequence&&) noexcept;
+  Sequence& operator=(Sequence&&) noexcept;
+
+  int length() const;
+  int max_context() const;
   // Forgets every cached token from `length` on (to rewind, or to reuse a shared prefix).
   void truncate(int length);
-  size_t bytes() const;  // KV-cache memory held
+  size_t bytes() const;  // state memory held
+
+  struct State;  // the model layer's (src/model/sequence_state.h)
 
  private:
   friend class Model;
-  void reserve(int tokens);
-  int layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
-  int element_bytes_ = 4;  // 4: f32, 2: f16 or bf16 (Model::kv_element_bytes)
-  int length_ = 0, max_context_ = 0, capacity_ = 0;
-  // Per layer [kv_heads, capacity, head_dim]: each head's positions together, so attention reads
-  // them as one matrix; keys in blocks of 16 positions, dimension-major within a block (see
-  // src/ops/key_layout.h). capacity is a multiple of 16.
-  std::vector<detail::CacheBlock> k_, v_;
+  std::unique_ptr<State> state_;
 };
 
 // One entry of a batch: the new tokens of one sequence (a whole prompt, or one token).
@@ -130,7 +146,9 @@ class Model {
   const std::string& name() const { return name_; }  // folder name
   const char* isa() const;                            // the kernels in use
   int threads() const;
-  uint64_t weight_bytes() const;  // bytes of weights read per decoded token
+  // Bytes of weights read per decoded token: every matrix of a dense model; of an MoE layer, the
+  // router and num_experts_per_tok experts' matrices.
+  uint64_t weight_bytes() const;
   // GB/s of one plain read of those bytes on the model's threads, nothing computed: the bound a
   // decode step's weight reads answer to, measured on the very memory that holds them (a file's
   // pages in the page cache, or the huge pages it was read into) rather than on fresh memory.
@@ -153,7 +171,6 @@ class Model {
  private:
   friend class Sequence;
   Model() = default;
-  int kv_element_bytes() const;  // bytes per key or value element of this model's sequences
   ModelConfig config_;
   std::string name_;
   std::unique_ptr<Impl> impl_;

@@ -1,11 +1,13 @@
-// A sequence's KV cache: grows with the tokens it holds, up to its maximum context.
+// A sequence's per-layer state: KV caches that grow with the tokens they hold, up to the maximum
+// context.
 #include <algorithm>
 #include <string>
 
 #include "io/huge_page_buffer.h"
-#include "qwen3/error.h"
+#include "model/model_impl.h"
+#include "model/sequence_state.h"
 #include "ops/key_layout.h"
-#include "qwen3/model.h"
+#include "qwen3/error.h"
 
 namespace qwen3 {
 
@@ -19,8 +21,7 @@ constexpr int kGrowTokens = 256;
 // them, aligned to a page, so no vector load straddles two cache lines (calloc's blocks sat 16
 // bytes past a page, and once one was freed glibc may serve the next from its heap, cleared).
 // From 2 MiB up they are advised to use huge pages: a prompt then fills its cache with a page
-// fault per 2 MiB instead of per 4 KiB (in a VM a fault costs microseconds: 5% of a 512-token
-// prefill on the 0.6B model).
+// fault per 2 MiB instead of per 4 KiB (in a VM a fault costs microseconds).
 template <class T>
 T* detail::ZeroPagesAllocator<T>::allocate(size_t n) {
   void* p = io::map_huge_pages(n * sizeof(T));
@@ -34,7 +35,7 @@ void detail::ZeroPagesAllocator<T>::deallocate(T* p, size_t n) {
 }
 template struct detail::ZeroPagesAllocator<uint8_t>;
 
-Sequence::Sequence(const Model& model, int max_context) {
+Sequence::Sequence(const Model& model, int max_context) : state_(std::make_unique<State>()) {
   const ModelConfig& c = model.config();
   if (max_context < 0)
     throw Error(ErrorKind::invalid_argument, "context length must be positive, got " + std::to_string(max_context));
@@ -42,40 +43,51 @@ Sequence::Sequence(const Model& model, int max_context) {
     throw Error(ErrorKind::invalid_argument, "context length " + std::to_string(max_context) +
                                                  " exceeds the model's max_position_embeddings " +
                                                  std::to_string(c.max_position_embeddings));
-  max_context_ = max_context ? max_context : c.max_position_embeddings;
-  layers_ = c.num_hidden_layers;
-  kv_heads_ = c.num_key_value_heads;
-  head_dim_ = c.head_dim;
-  element_bytes_ = model.kv_element_bytes();
-  k_.resize(layers_);
-  v_.resize(layers_);
+  State& s = *state_;
+  s.max_context = max_context ? max_context : c.max_position_embeddings;
+  s.layers = c.num_hidden_layers;
+  s.kv_heads = c.num_key_value_heads;
+  s.head_dim = c.head_dim;
+  s.kv_dtype = model.impl_->kv_cache;
+  s.layer.resize(s.layers);
 }
+
+Sequence::~Sequence() = default;
+Sequence::Sequence(Sequence&&) noexcept = default;
+Sequence& Sequence::operator=(Sequence&&) noexcept = default;
+
+int Sequence::length() const { return state_->length; }
+int Sequence::max_context() const { return state_->max_context; }
 
 void Sequence::truncate(int length) {
-  if (length < 0 || length > length_)
-    throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " + std::to_string(length_) +
+  if (length < 0 || length > state_->length)
+    throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " + std::to_string(state_->length) +
                                                  " tokens to " + std::to_string(length));
-  length_ = length;
+  state_->length = length;
 }
 
-void Sequence::reserve(int tokens) {
-  if (tokens <= capacity_) return;
+void Sequence::State::reserve(int tokens) {
+  if (tokens <= capacity) return;
   // Whole blocks of keys (ops/key_layout.h): a head's first positions keep their place as it grows.
-  const int capacity = ops::whole_key_blocks(std::min(max_context_, std::max(tokens, capacity_ + kGrowTokens)));
-  const size_t old_head = size_t(capacity_) * head_dim_ * element_bytes_;
-  const size_t new_head = size_t(capacity) * head_dim_ * element_bytes_;
-  const size_t used = size_t(ops::whole_key_blocks(length_)) * head_dim_ * element_bytes_;
-  for (auto* cache : {&k_, &v_})
-    for (auto& layer : *cache) {
+  const int grown_capacity = ops::whole_key_blocks(std::min(max_context, std::max(tokens, capacity + kGrowTokens)));
+  const size_t element = row_bytes(kv_dtype, 1);
+  const size_t old_head = size_t(capacity) * head_dim * element;
+  const size_t new_head = size_t(grown_capacity) * head_dim * element;
+  const size_t used = size_t(ops::whole_key_blocks(length)) * head_dim * element;
+  for (LayerState& l : layer)
+    for (auto* cache : {&l.kv.k, &l.kv.v}) {
       // Zeroed, and each head's cached positions moved to the start of its new, longer part.
-      detail::CacheBlock grown(kv_heads_ * new_head);
-      for (int g = 0; g < kv_heads_ && !layer.empty(); ++g)
-        std::copy_n(layer.begin() + g * old_head, used, grown.begin() + g * new_head);
-      layer = std::move(grown);
+      detail::CacheBlock grown(kv_heads * new_head);
+      for (int g = 0; g < kv_heads && !cache->empty(); ++g)
+        std::copy_n(cache->begin() + g * old_head, used, grown.begin() + g * new_head);
+      *cache = std::move(grown);
     }
-  capacity_ = capacity;
+  capacity = grown_capacity;
 }
 
-size_t Sequence::bytes() const { return size_t(capacity_) * kv_heads_ * head_dim_ * element_bytes_ * 2 * layers_; }
+size_t Sequence::bytes() const {
+  const State& s = *state_;
+  return size_t(s.capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2 * s.layers;
+}
 
 }  // namespace qwen3

@@ -1,4 +1,4 @@
-// Typed views of every Qwen3 weight, named as in the checkpoint, checked before any compute.
+// Typed views of every weight of a model, named as in the checkpoint, checked before any compute.
 #pragma once
 
 #include <filesystem>
@@ -6,53 +6,53 @@
 
 #include "io/huge_page_buffer.h"
 #include "io/safetensors.h"
+#include "model/layers.h"
 #include "ops/ops.h"
 #include "qwen3/model.h"
 
 namespace qwen3 {
 
-struct LayerWeights {
-  io::Buffer<float> input_layernorm;            // [D]
-  ops::Matrix q_proj;                           // [H * Dh, D]
-  ops::Matrix k_proj;                           // [Hkv * Dh, D]
-  ops::Matrix v_proj;                           // [Hkv * Dh, D]
-  io::Buffer<float> q_norm;                     // [Dh]
-  io::Buffer<float> k_norm;                     // [Dh]
-  ops::Matrix o_proj;                           // [D, H * Dh]
-  io::Buffer<float> post_attention_layernorm;   // [D]
-  ops::Matrix gate_proj;                        // [F, D]
-  ops::Matrix up_proj;                          // [F, D]
-  ops::Matrix down_proj;                        // [D, F]
-};
-
 struct Weights {
-  io::SafetensorsArchive archive;  // owns the memory maps the matrices point into
+  io::SafetensorsArchive archive;             // owns the memory maps the matrices point into
   std::vector<io::HugePageBuffer> quantized;  // matrices quantized at load time point in here
-  ops::Matrix embed_tokens;        // [V, D]
+  ops::Matrix embed_tokens;                   // [V, D]
   std::vector<LayerWeights> layers;
-  io::Buffer<float> norm;   // [D]
-  ops::Matrix lm_head;      // [V, D]: embed_tokens itself when tied
+  io::Buffer<float> norm;  // [D]
+  ops::Matrix lm_head;     // [V, D]: embed_tokens itself when tied
 
-  // The matrices read for every token: each layer's, then the LM head.
-  std::vector<ops::Matrix> per_token_matrices() const;
-  // Bytes of matrices read for one decoded token.
-  uint64_t bytes_per_token() const;
+  // The matrices one decoded token reads: each layer's (of an MoE layer, the router and the first
+  // num_experts_per_tok experts, as many bytes as any token's choice), then the LM head.
+  std::vector<ops::Matrix> per_token_matrices(const ModelConfig& c) const;
+  uint64_t bytes_per_token(const ModelConfig& c) const;
 };
+
+// Sizes w's layers (and their experts) for c.
+void size_weights(const ModelConfig& c, Weights& w);
+// The one list of a model's tensors: calls bind(spec, slot) for every tensor the checkpoint of c
+// holds, in checkpoint order, with the field of w (sized by size_weights) that holds it. Loading, the
+// random-model writer, quantization and bandwidth accounting all walk it. An untied lm_head is
+// listed; a tied one is not (the loader points lm_head at embed_tokens).
+void for_each_tensor(const ModelConfig& c, Weights& w, const BindTensor& bind);
+std::vector<TensorSpec> tensor_specs(const ModelConfig& c);
 
 // Maps the per-token matrices' pages from the page cache ahead of first use (MADV_POPULATE_READ),
 // so the first token does not pay ~300 000 page faults. Safe to run beside compute; a no-op where
 // the kernel lacks it.
-void prefault(const Weights& weights);
+void prefault(const std::vector<ops::Matrix>& matrices);
 
 // Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype, mapped
 // or, with `in_memory`, read into huge-page memory.
 Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config, bool in_memory = false);
 
-// "q8" -> q8_0, "q4" -> q4_0; anything else is an invalid_argument error.
-DType parse_quant_type(std::string_view type);
+// The block-quantized dtype of q8 / q4 (none is an invalid_argument error).
+DType quant_dtype(WeightQuant quant);
 
-// Quantizes every float matrix to `to` (q8_0 or q4_0) into owned memory, as `qwen3 quantize`
-// writes them; keep_head leaves embed_tokens and lm_head as they are.
-void quantize_weights(Weights& w, DType to, bool keep_head, ops::Runtime& rt);
+// Quantizes every float matrix but the routers to `to` (q8_0 or q4_0) into owned memory, as
+// `qwen3 quantize` writes them; keep_head leaves embed_tokens and lm_head as they are.
+void quantize_weights(const ModelConfig& c, Weights& w, DType to, bool keep_head, ops::Runtime& rt);
+
+// Whether quantization turns a tensor of this role into q8_0 / q4_0 (keep_head: not the
+// embeddings or the LM head).
+bool quantized_role(TensorRole role, bool keep_head);
 
 }  // namespace qwen3

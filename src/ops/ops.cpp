@@ -89,60 +89,98 @@ void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, 
 void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) { matmul(rt, x, T, {{w, y}}); }
 
 void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products) {
+  const ProductGroup group{x, T, std::span<const Product>(products.begin(), products.size())};
+  matmul(rt, std::span<const ProductGroup>(&group, 1));
+}
+
+void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
   // Threads take whole blocks of W rows, numbered across the matrices in order: every thread
   // streams its own contiguous part of the weights, in whole row groups of the quantized layout.
   constexpr int kRowsPerUnit = kQuantRows;
-  const int K = products.begin()->w.cols;
-  const DType dtype = products.begin()->w.dtype;
+  struct Job {
+    const ProductGroup* group;
+    const Product* product;
+    size_t x_at;  // where the group's prepared x starts in the runtime's buffers
+  };
+  const Product& front = groups.front().products.front();
+  const int K = front.w.cols;
+  const DType dtype = front.w.dtype;
   const bool quantized = is_block_quantized(dtype);
   auto lead = [&](const Matrix& w) { return quantized ? 0 : rt.kernels.lead[int(dtype)](w.data, K); };
-  const int first_lead = lead(products.begin()->w);
-  int units = 0;
-  for (const Product& p : products) {
-    // x is prepared for one dtype and lead: a folder mixing dtypes, or placing matrices at odd
-    // offsets, has its products one by one
-    if (p.w.dtype != dtype || lead(p.w) != first_lead) {
-      for (const Product& q : products) matmul(rt, x, T, {q});
-      return;
+  const int first_lead = lead(front.w);
+  const int g = quantized ? 1 : rt.kernels.tile_rows;  // rows prepared together
+  std::vector<Job> jobs;
+  std::vector<int> first_unit{0};            // job j's units: [first_unit[j], first_unit[j + 1])
+  std::vector<int> first_tile{0};            // group i's tiles of x to prepare
+  size_t x_size = 0;
+  for (const ProductGroup& group : groups) {
+    for (const Product& p : group.products) {
+      // x is prepared for one dtype and lead: a folder mixing dtypes, or placing matrices at odd
+      // offsets, has its products one by one, each with its own lead (the lead sets the order of
+      // each dot product's sum, so a matrix always takes the same one)
+      if (p.w.dtype != dtype || p.w.cols != K || lead(p.w) != first_lead) {
+        for (const ProductGroup& each : groups)
+          for (const Product& q : each.products) matmul(rt, each.x, each.T, {q});
+        return;
+      }
+      jobs.push_back({&group, &p, x_size});
+      first_unit.push_back(first_unit.back() + (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit);
     }
-    units += (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
+    first_tile.push_back(first_tile.back() + (group.T + g - 1) / g);
+    x_size += quantized ? size_t(group.T) * K : rt.kernels.prepared_floats(group.T, K);
   }
+  auto group_of_tile = [&](int tile) {
+    return std::upper_bound(first_tile.begin(), first_tile.end(), tile) - first_tile.begin() - 1;
+  };
+  std::vector<size_t> x_at(groups.size());
+  for (const Job& j : jobs) x_at[j.group - groups.data()] = j.x_at;
   if (!quantized) {
-    at_least(rt.xf, rt.kernels.prepared_floats(T, K));
-    if (first_lead) at_least(rt.xr, size_t(T) * K);
-    const float* rows = first_lead ? rt.xr.data() : x;
-    const int g = rt.kernels.tile_rows;
-    rt.pool.run((T + g - 1) / g, [&](int b, int e) {
-      const int t0 = b * g, t1 = std::min(T, e * g);
-      if (first_lead) rotate_rows(x, K, first_lead, t0, t1, rt.xr.data());
-      rt.kernels.prepare_x[int(dtype)](rows, T, K, t0, t1, rt.xf.data());
+    at_least(rt.xf, x_size);
+    size_t most_rows = 0;  // each group's rotated rows at i * most_rows * K
+    for (const ProductGroup& group : groups) most_rows = std::max(most_rows, size_t(group.T));
+    if (first_lead) at_least(rt.xr, most_rows * K * groups.size());
+    rt.pool.run(first_tile.back(), [&](int b, int e) {
+      for (int tile = b; tile < e; ++tile) {
+        const size_t i = group_of_tile(tile);
+        const ProductGroup& group = groups[i];
+        const int t0 = (tile - first_tile[i]) * g, t1 = std::min(group.T, t0 + g);
+        const float* rows = group.x;
+        if (first_lead) {
+          float* rotated = &rt.xr[i * most_rows * K];
+          rotate_rows(group.x, K, first_lead, t0, t1, rotated);
+          rows = rotated;
+        }
+        rt.kernels.prepare_x[int(dtype)](rows, group.T, K, t0, t1, &rt.xf[x_at[i]]);
+      }
     });
   } else {
     // Each row of x is quantized once here, not once per thread inside the kernel.
-    at_least(rt.xq, size_t(T) * K);
-    at_least(rt.xd, size_t(T) * K / kQuantBlock);
-    at_least(rt.xs, size_t(T) * K / kQuantBlock);
-    rt.pool.run(T, [&](int b, int e) {
-      for (int t = b; t < e; ++t) {
-        const size_t blocks = size_t(t) * K / kQuantBlock;
-        rt.kernels.quantize_x(x + size_t(t) * K, K, &rt.xq[size_t(t) * K], &rt.xd[blocks], &rt.xs[blocks]);
+    at_least(rt.xq, x_size);
+    at_least(rt.xd, x_size / kQuantBlock);
+    at_least(rt.xs, x_size / kQuantBlock);
+    rt.pool.run(first_tile.back(), [&](int b, int e) {
+      for (int tile = b; tile < e; ++tile) {
+        const size_t i = group_of_tile(tile);
+        const size_t at = x_at[i] + size_t(tile - first_tile[i]) * K;
+        rt.kernels.quantize_x(groups[i].x + (at - x_at[i]), K, &rt.xq[at], &rt.xd[at / kQuantBlock],
+                              &rt.xs[at / kQuantBlock]);
       }
     });
   }
-  rt.pool.run(units, [&](int b, int e) {
-    int first = 0;  // the first unit of the current matrix
-    for (const Product& p : products) {
-      const int n_units = (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit;
-      const int ub = std::max(b, first), ue = std::min(e, first + n_units);
-      if (ub < ue) {
-        const int n0 = (ub - first) * kRowsPerUnit, n1 = std::min(p.w.rows, (ue - first) * kRowsPerUnit);
-        if (quantized)
-          (dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
-              rt.xq.data(), rt.xd.data(), rt.xs.data(), T, K, p.w.data, p.w.rows, n0, n1, p.y, p.w.rows);
-        else
-          rt.kernels.matmul[int(dtype)](rt.xf.data(), T, K, p.w.data, first_lead, n0, n1, p.y, p.w.rows);
-      }
-      first += n_units;
+  rt.pool.run(first_unit.back(), [&](int b, int e) {
+    size_t j = std::upper_bound(first_unit.begin(), first_unit.end(), b) - first_unit.begin() - 1;
+    for (; j < jobs.size() && first_unit[j] < e; ++j) {
+      const Job& job = jobs[j];
+      const Matrix& w = job.product->w;
+      const int ub = std::max(b, first_unit[j]), ue = std::min(e, first_unit[j + 1]);
+      const int n0 = (ub - first_unit[j]) * kRowsPerUnit, n1 = std::min(w.rows, (ue - first_unit[j]) * kRowsPerUnit);
+      const int T = job.group->T;
+      if (quantized)
+        (dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
+            &rt.xq[job.x_at], &rt.xd[job.x_at / kQuantBlock], &rt.xs[job.x_at / kQuantBlock], T, K, w.data, w.rows,
+            n0, n1, job.product->y, w.rows);
+      else
+        rt.kernels.matmul[int(dtype)](&rt.xf[job.x_at], T, K, w.data, first_lead, n0, n1, job.product->y, w.rows);
     }
   });
 }
@@ -246,6 +284,43 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out) {
   for_elements(rt, n, [&](size_t b, size_t e) {
     rt.kernels.silu_mul(gate + b, up + b, int(e - b), out + b);
+  });
+}
+
+void route(const float* logits, int T, int E, int k, bool normalize, int32_t* experts, float* weights) {
+  std::vector<float> p(E);
+  std::vector<int32_t> order(E);
+  for (int t = 0; t < T; ++t) {
+    const float* l = logits + size_t(t) * E;
+    const float top = *std::max_element(l, l + E);
+    float sum = 0;
+    for (int e = 0; e < E; ++e) sum += p[e] = std::exp(l[e] - top);
+    for (int e = 0; e < E; ++e) p[e] /= sum;
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    std::sort(order.begin(), order.begin() + k);
+    float chosen = 0;
+    for (int j = 0; j < k; ++j) chosen += p[order[j]];
+    for (int j = 0; j < k; ++j) {
+      experts[size_t(t) * k + j] = order[j];
+      weights[size_t(t) * k + j] = normalize ? p[order[j]] / chosen : p[order[j]];
+    }
+  }
+}
+
+void combine_rows(Runtime& rt, const float* y, const int32_t* rows, const float* weights, int T, int k, int D,
+                  float* out) {
+  for_range(rt, T, size_t(k) * D, [&](int begin, int end) {
+    for (int t = begin; t < end; ++t) {
+      float* o = out + size_t(t) * D;
+      std::fill(o, o + D, 0.0f);
+      for (int j = 0; j < k; ++j) {
+        const float* r = y + size_t(rows[size_t(t) * k + j]) * D;
+        const float w = weights[size_t(t) * k + j];
+        for (int d = 0; d < D; ++d) o[d] += r[d] * w;
+      }
+    }
   });
 }
 

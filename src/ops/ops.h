@@ -64,6 +64,17 @@ struct Product {
 };
 void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products);
 
+// Products of several x, each with its own matrices, in one parallel pass: an MoE layer's experts,
+// each over the rows routed to it. Every matrix has the same K; each group has T >= 1 rows, and
+// each row's results are the bits a product of that row alone would give.
+//                                       for each group: y_i[T, N_i] = x[T, K] . w_i[N_i, K]^T
+struct ProductGroup {
+  const float* x;
+  int T;
+  std::span<const Product> products;
+};
+void matmul(Runtime& rt, std::span<const ProductGroup> groups);
+
 // w quantized to `to` (q8_0 or q4_0; w.cols % 32 == 0) in the row-group layout of
 // io/quant_blocks.h.                                               out [rows, row_bytes(to, cols)]
 void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out);
@@ -99,6 +110,17 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
 
 // out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may alias
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out);
+
+// An MoE router's choice, as HF's Qwen3MoeSparseMoeBlock makes it: p = softmax(logits) in
+// float32, the k most probable experts (of equal ones, the lower index), their p renormalised to
+// sum to 1 when `normalize`. Each token's choices come in ascending expert order, the order HF
+// adds the experts' outputs in.        logits [T, E]; experts, weights [T, k]
+void route(const float* logits, int T, int E, int k, bool normalize, int32_t* experts, float* weights);
+
+// out[t] = sum over j < k, in order, of weights[t, j] * y[rows[t, j]].
+//                                               y [R, D]; rows, weights [T, k]; out [T, D]
+void combine_rows(Runtime& rt, const float* y, const int32_t* rows, const float* weights, int T, int k, int D,
+                  float* out);
 
 // x += y.                                                            [n]
 void add(Runtime& rt, float* x, const float* y, int n);

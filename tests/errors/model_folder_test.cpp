@@ -24,8 +24,9 @@ class BadFolder : public testing::Test {
                                         testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    for (auto f : {"config.json", "model.safetensors"}) fs::copy_file(test::untied_model() / f, dir_ / f);
+    for (auto f : {"config.json", "model.safetensors"}) fs::copy_file(source() / f, dir_ / f);
   }
+  virtual fs::path source() const { return test::untied_model(); }
   void TearDown() override { fs::remove_all(dir_); }
 
   void write(const std::string& name, const std::string& bytes) {
@@ -211,6 +212,66 @@ TEST(ModelLoad, ShardedCheckpointLoadsLikeOneFile) {
   ASSERT_EQ(got[0].size(), want[0].size());
   for (size_t i = 0; i < want[0].size(); ++i) EXPECT_NEAR(got[0][i], want[0][i], 1e-4f) << "logit " << i;
   fs::remove_all(dir);
+}
+
+// The same, from the Qwen3-MoE fixture (8 experts, 2 per token, 3 layers).
+class BadMoeFolder : public BadFolder {
+ protected:
+  fs::path source() const override { return test::fixtures() / "models" / "qwen3moe-tiny"; }
+};
+
+TEST_F(BadMoeFolder, MoreExpertsPerTokenThanExperts) {
+  edit_config([](nlohmann::json& j) { j["num_experts_per_tok"] = 9; });
+  expect_error(ErrorKind::format, {"config.json", "num_experts_per_tok", "(9) must not exceed num_experts (8)"});
+}
+
+TEST_F(BadMoeFolder, MissingExpertCount) {
+  edit_config([](nlohmann::json& j) { j.erase("num_experts"); });
+  expect_error(ErrorKind::format, {"config.json", "missing field \"num_experts\""});
+}
+
+TEST_F(BadMoeFolder, ExpertSizeNotAnInteger) {
+  edit_config([](nlohmann::json& j) { j["moe_intermediate_size"] = "48"; });
+  expect_error(ErrorKind::format, {"moe_intermediate_size", "must be a positive integer"});
+}
+
+TEST_F(BadMoeFolder, DenseLayerOutOfRange) {
+  edit_config([](nlohmann::json& j) { j["mlp_only_layers"] = {0, 3}; });
+  expect_error(ErrorKind::format, {"mlp_only_layers", "has 3, not a layer index in [0, 3)"});
+}
+
+TEST_F(BadMoeFolder, NormTopkProbNotABoolean) {
+  edit_config([](nlohmann::json& j) { j["norm_topk_prob"] = 1; });
+  expect_error(ErrorKind::format, {"norm_topk_prob", "must be true or false"});
+}
+
+TEST_F(BadMoeFolder, ArchitectureOfAnotherModelType) {
+  edit_config([](nlohmann::json& j) { j["architectures"] = {"Qwen3ForCausalLM"}; });
+  expect_error(ErrorKind::unsupported, {"architectures", "model_type qwen3_moe", "Qwen3MoeForCausalLM"});
+}
+
+TEST_F(BadMoeFolder, MissingExpertTensor) {
+  edit_header([](nlohmann::json& h) { h.erase("model.layers.1.mlp.experts.5.up_proj.weight"); });
+  expect_error(ErrorKind::format, {"missing tensor model.layers.1.mlp.experts.5.up_proj.weight"});
+}
+
+TEST_F(BadMoeFolder, ExpertOfTheWrongShape) {
+  // Every expert matrix is [48, 64] or [64, 48]: claiming [64, 48] for a gate_proj keeps its bytes.
+  edit_header([](nlohmann::json& h) { h["model.layers.2.mlp.experts.0.gate_proj.weight"]["shape"] = {64, 48}; });
+  expect_error(ErrorKind::shape, {"model.layers.2.mlp.experts.0.gate_proj.weight", "expected", "[48, 64]",
+                                  "got", "[64, 48]"});
+}
+
+TEST_F(BadMoeFolder, RouterOfTheWrongSize) {
+  // A router of 8 experts read as 4: the config says 4 experts (2 per token), the file holds 8.
+  edit_config([](nlohmann::json& j) { j["num_experts"] = 4; });
+  expect_error(ErrorKind::shape, {"model.layers.0.mlp.gate.weight", "expected", "[4, 64]", "got", "[8, 64]"});
+}
+
+TEST_F(BadMoeFolder, DenseLayerWithoutItsMlp) {
+  // Layer 1 dense by config, but the file holds experts there, not mlp.gate_proj.
+  edit_config([](nlohmann::json& j) { j["mlp_only_layers"] = {1}; });
+  expect_error(ErrorKind::format, {"missing tensor model.layers.1.mlp.gate_proj.weight"});
 }
 
 TEST(ModelLoad, ConfigSummaryAndEos) {

@@ -37,8 +37,8 @@ TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
   std::vector<std::pair<std::string, std::string>> cases = {{"scalar", "f32"}, {"auto", "f32"}, {"auto", "f16"}};
   if (ops::cpu_supports("avx512-bf16")) cases.push_back({"auto", "bf16"});  // with bf16 activations
   for (auto [isa, kv_cache] : cases) {
-    auto m = Model::load(test::untied_model(), {.threads = 2, .isa = isa, .kv_cache = kv_cache,
-                                                .activations = kv_cache == "bf16" ? "bf16" : "f32"});
+    auto m = Model::load(test::untied_model(), {.threads = 2, .isa = parse_isa(isa), .kv_cache = parse_kv_cache_type(kv_cache),
+                                                .activations = kv_cache == "bf16" ? Activations::bf16 : Activations::f32});
     // 100 rows together: prompt products take the packed path, while each alone takes the dot tiles.
     std::vector<std::vector<TokenId>> prompts = {prompt(9, 1), prompt(1, 2), prompt(90, 3)};
     std::vector<std::vector<float>> alone;
@@ -97,9 +97,9 @@ TEST(Batch, WeightsReadIntoMemoryGiveTheLogitsOfMappedOnes) {
     auto mapped = Model::load(dir, {.threads = 2});
     auto read = Model::load(dir, {.threads = 2, .mmap = false});
     EXPECT_EQ(run_alone(*read, prompt(17, 5)), run_alone(*mapped, prompt(17, 5))) << dir;
-    auto quantized = Model::load(dir, {.threads = 2, .quant = "q8", .mmap = false});  // huge-page buffers too
+    auto quantized = Model::load(dir, {.threads = 2, .quant = WeightQuant::q8, .mmap = false});  // huge-page buffers too
     EXPECT_EQ(run_alone(*quantized, prompt(17, 5)),
-              run_alone(*Model::load(dir, {.threads = 2, .quant = "q8"}), prompt(17, 5)))
+              run_alone(*Model::load(dir, {.threads = 2, .quant = WeightQuant::q8}), prompt(17, 5)))
         << dir;
   }
 }
@@ -142,7 +142,7 @@ TEST(Batch, BadBatchesAreRefused) {
 
 TEST(Batch, AnF16CacheHoldsHalfTheBytesAndStaysWithItsModel) {
   auto f32 = Model::load(test::untied_model());
-  auto f16 = Model::load(test::untied_model(), {.kv_cache = "f16"});
+  auto f16 = Model::load(test::untied_model(), {.kv_cache = KvCacheType::f16});
   EXPECT_STREQ(f32->kv_cache(), "f32");
   EXPECT_STREQ(f16->kv_cache(), "f16");
   auto p = prompt(20, 4);
@@ -155,25 +155,25 @@ TEST(Batch, AnF16CacheHoldsHalfTheBytesAndStaysWithItsModel) {
   std::vector<TokenId> one = {1};
   BatchItem wrong{&a, one, false};
   EXPECT_THROW(f16->step({&wrong, 1}), Error) << "a sequence of f32 cache stepped by an f16-cache model";
-  EXPECT_THROW(Model::load(test::untied_model(), {.kv_cache = "q8"}), Error);
+  EXPECT_THROW(parse_kv_cache_type("q8"), Error);
 }
 
 TEST(Batch, TheDefaultCacheIsF16ForQuantizedLayersOnly) {
-  EXPECT_STREQ(Model::load(test::untied_model(), {.quant = "q8"})->kv_cache(), "f16");
-  EXPECT_STREQ(Model::load(test::tiny_model(), {.quant = "q4", .keep_head = true})->kv_cache(), "f16");
-  EXPECT_STREQ(Model::load(test::untied_model(), {.quant = "q4", .kv_cache = "f32"})->kv_cache(), "f32");
-  EXPECT_STREQ(Model::load(test::tiny_model(), {.kv_cache = "auto"})->kv_cache(), "f32");
+  EXPECT_STREQ(Model::load(test::untied_model(), {.quant = WeightQuant::q8})->kv_cache(), "f16");
+  EXPECT_STREQ(Model::load(test::tiny_model(), {.quant = WeightQuant::q4, .keep_head = true})->kv_cache(), "f16");
+  EXPECT_STREQ(Model::load(test::untied_model(), {.quant = WeightQuant::q4, .kv_cache = KvCacheType::f32})->kv_cache(), "f32");
+  EXPECT_STREQ(Model::load(test::tiny_model(), {.kv_cache = KvCacheType::automatic})->kv_cache(), "f32");
 }
 
 // A bf16 cache takes bf16 dot products: asked for without them, a clear error; with bf16
 // activations it is the default.
 TEST(Batch, ABf16CacheComesWithBf16Activations) {
-  EXPECT_THROW(Model::load(test::untied_model(), {.kv_cache = "bf16"}), Error);
-  EXPECT_THROW(Model::load(test::untied_model(), {.isa = "avx2", .kv_cache = "bf16"}), Error);
-  EXPECT_THROW(Model::load(test::untied_model(), {.isa = "scalar", .kv_cache = "bf16"}), Error);
+  EXPECT_THROW(Model::load(test::untied_model(), {.kv_cache = KvCacheType::bf16}), Error);
+  EXPECT_THROW(Model::load(test::untied_model(), {.isa = Isa::avx2, .kv_cache = KvCacheType::bf16}), Error);
+  EXPECT_THROW(Model::load(test::untied_model(), {.isa = Isa::scalar, .kv_cache = KvCacheType::bf16}), Error);
   if (!ops::cpu_supports("avx512-bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
-  auto bf16 = Model::load(test::tiny_model(), {.activations = "bf16"});
-  auto f32 = Model::load(test::tiny_model(), {.kv_cache = "f32", .activations = "bf16"});
+  auto bf16 = Model::load(test::tiny_model(), {.activations = Activations::bf16});
+  auto f32 = Model::load(test::tiny_model(), {.kv_cache = KvCacheType::f32, .activations = Activations::bf16});
   EXPECT_STREQ(bf16->kv_cache(), "bf16");
   EXPECT_STREQ(f32->kv_cache(), "f32");
   auto p = prompt(40, 4);

@@ -25,7 +25,8 @@ TEST_P(QuantAccuracy, WithinMeasuredBounds) {
   if (b.activations == "bf16" && !ops::cpu_supports("avx512-bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
   auto base = Model::load(test::fixtures() / "models" / b.model, {.threads = 2});
   auto quant = Model::load(test::fixtures() / "models" / b.model,
-                           {.threads = 2, .quant = b.quant, .kv_cache = b.kv_cache, .activations = b.activations});
+                           {.threads = 2, .quant = b.quant.empty() ? WeightQuant::none : parse_weight_quant(b.quant), .kv_cache = parse_kv_cache_type(b.kv_cache),
+                            .activations = parse_activations(b.activations)});
   auto ref = io::read_json(test::reference(b.model + ".json"));
   std::FILE* sink = std::fopen("/dev/null", "w");
   const cli::QuantAccuracy r = cli::quant_accuracy_reference(*base, *quant, ref, sink);

@@ -43,11 +43,11 @@ TEST(QuantFolder, LoadsWithTheLogitsOfLoadTimeQuantization) {
                         Case{test::untied_model(), "q8", true}, Case{test::untied_model(), "q4", false}}) {
     SCOPED_TRACE(c.model.filename().string() + " " + c.quant + (c.keep_head ? " keep-head" : ""));
     const fs::path out = scratch(c.quant);
-    quantize_model(c.model, out, {c.quant, c.keep_head});
+    quantize_model(c.model, out, {parse_weight_quant(c.quant), c.keep_head});
     EXPECT_TRUE(fs::exists(out / "config.json"));
     EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
     auto mapped = Model::load(out, {.threads = 2});
-    auto converted = Model::load(c.model, {.threads = 2, .quant = c.quant, .keep_head = c.keep_head});
+    auto converted = Model::load(c.model, {.threads = 2, .quant = parse_weight_quant(c.quant), .keep_head = c.keep_head});
     EXPECT_EQ(mapped->weight_bytes(), converted->weight_bytes());
     EXPECT_EQ(logits(*mapped), logits(*converted));  // bit-identical
     auto base = Model::load(c.model, {.threads = 2});
@@ -57,17 +57,17 @@ TEST(QuantFolder, LoadsWithTheLogitsOfLoadTimeQuantization) {
 }
 
 TEST(QuantFolder, RefusesUnknownTypeAndRequantization) {
-  EXPECT_THROW(Model::load(test::tiny_model(), {.quant = "q5"}), Error);
+  EXPECT_THROW(parse_weight_quant("q5"), Error);
   const fs::path out = scratch("requant");
-  quantize_model(test::untied_model(), out, {"q8", false});
+  quantize_model(test::untied_model(), out, {WeightQuant::q8, false});
   try {
-    Model::load(out, {.quant = "q4"});
+    Model::load(out, {.quant = WeightQuant::q4});
     FAIL() << "requantized q8_0 to q4_0";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("already q8_0"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(quantize_model(out, scratch("requant2"), {"q4", false}), Error);
+  EXPECT_THROW(quantize_model(out, scratch("requant2"), {WeightQuant::q4, false}), Error);
   fs::remove_all(out);
 }
 
@@ -76,7 +76,7 @@ class BadQuantFolder : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = scratch(testing::UnitTest::GetInstance()->current_test_info()->name());
-    quantize_model(test::untied_model(), dir_, {"q8", false});
+    quantize_model(test::untied_model(), dir_, {WeightQuant::q8, false});
   }
   void TearDown() override { fs::remove_all(dir_); }
 

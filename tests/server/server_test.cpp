@@ -161,7 +161,7 @@ TEST(ErrorBody, OpenAiShape) {
 
 // Requests stepped together give the same tokens as each alone.
 TEST(Scheduler, BatchedEqualsSolo) {
-  auto model = Model::load(test::tiny_model(), {1, "auto"});
+  auto model = Model::load(test::tiny_model(), {.threads = 1});
   Metrics metrics;
   GenerationOptions options;
   options.sampling.temperature = 0;
@@ -192,7 +192,7 @@ TEST(Scheduler, BatchedEqualsSolo) {
 }
 
 TEST(Scheduler, QueueLimitIs429) {
-  auto model = Model::load(test::tiny_model(), {1, "auto"});
+  auto model = Model::load(test::tiny_model(), {.threads = 1});
   Metrics metrics;
   GenerationOptions options;
   options.max_tokens = 50;
@@ -211,7 +211,7 @@ TEST(Scheduler, QueueLimitIs429) {
 
 // A request that times out while still queued must end, or its HTTP thread would wait forever.
 TEST(Scheduler, CancelledWhileQueuedStillFinishes) {
-  auto model = Model::load(test::tiny_model(), {1, "auto"});
+  auto model = Model::load(test::tiny_model(), {.threads = 1});
   Metrics metrics;
   GenerationOptions options;
   options.max_tokens = 40;

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "io/huge_page_buffer.h"
-#include "qwen3/model.h"
+#include "model/sequence_state.h"
 
 namespace qwen3 {
 namespace {

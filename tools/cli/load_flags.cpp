@@ -5,26 +5,23 @@ namespace qwen3::cli {
 
 void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   if (with_threads) cmd.add_option("-t,--threads", options.threads, "Threads (0 = one per core)");
-  cmd.add_option("--isa", options.isa,
-                 "Kernels: auto, amx, avx512, avx2, scalar. amx: bf16 weights' products on AMX tiles (Intel "
-                 "Sapphire Rapids and later; exact with f32 activations): faster prompts, slower decode")
-      ->capture_default_str();
-  cmd.add_option("--quant", options.quant, "Quantize float weights at load time: q8 or q4")
-      ->check(CLI::IsMember({"q8", "q4"}));
+  add_enum_option(cmd, "--isa", options.isa, {Isa::automatic, Isa::amx, Isa::avx512, Isa::avx2, Isa::scalar},
+                  "Kernels: auto, amx, avx512, avx2, scalar. amx: bf16 weights' products on AMX tiles (Intel "
+                  "Sapphire Rapids and later; exact with f32 activations): faster prompts, slower decode");
+  add_enum_option(cmd, "--quant", options.quant, {WeightQuant::q8, WeightQuant::q4},
+                  "Quantize float weights at load time: q8 or q4 (MoE routers stay in float)")
+      ->default_str("");
   cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");
-  cmd.add_option("--kv-cache", options.kv_cache,
-                 "KV cache element type: f32 (exact), f16 (half the memory and attention reads: faster decode at "
-                 "long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
-                 "AVX512_BF16 dot products; needs --activations bf16), or auto: bf16 with --activations bf16, "
-                 "else f16 for q8/q4 weights (lost in their quantization error), f32 for float ones")
-      ->check(CLI::IsMember({"auto", "f32", "f16", "bf16"}))
-      ->capture_default_str();
-  cmd.add_option("--activations", options.activations,
-                 "How bf16 weights' products take their input: f32 (exact), or bf16 (rounded, as llama.cpp "
-                 "does, for AVX512_BF16 dot products: prompts 1.3-1.8x faster, logits move by up to about 0.2; "
-                 "needs a CPU with AVX512_BF16)")
-      ->check(CLI::IsMember({"f32", "bf16"}))
-      ->capture_default_str();
+  add_enum_option(cmd, "--kv-cache", options.kv_cache,
+                  {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16},
+                  "KV cache element type: f32 (exact), f16 (half the memory and attention reads: faster decode at "
+                  "long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
+                  "AVX512_BF16 dot products; needs --activations bf16), or auto: bf16 with --activations bf16, "
+                  "else f16 for q8/q4 weights (lost in their quantization error), f32 for float ones");
+  add_enum_option(cmd, "--activations", options.activations, {Activations::f32, Activations::bf16},
+                  "How bf16 weights' products take their input: f32 (exact), or bf16 (rounded, as llama.cpp "
+                  "does, for AVX512_BF16 dot products: faster prompts, logits move by up to about 0.2; "
+                  "needs a CPU with AVX512_BF16)");
   cmd.add_flag_callback(
       "--no-mmap", [this] { options.mmap = false; },
       "Read the weights into huge-page memory instead of mapping the file: slower start; faster decode "
