@@ -62,13 +62,13 @@ constexpr size_t sizeof_w() {
 // How far ahead of use the memory-bound kernels prefetch weights (measured on kernels_bench).
 constexpr size_t kPrefetchBytes = 512;
 // Weight rows also go to L2 this far ahead: enough requests in flight that the stream keeps the
-// bandwidth while the core computes (LM head, 2 threads: one token 11.4 -> 10.3 ms, four 15.1 -> 10.8).
+// bandwidth while the core computes (the LM head ~10% faster for one token, ~1.4x for four).
 constexpr size_t kL2PrefetchBytes = size_t(16) << 10;
 
 // The lead that puts every W chunk on whole vectors of memory (cache lines on AVX-512): a
 // safetensors file places its tensors wherever its header ends (Qwen3-0.6B's random model: 40
-// bytes past a cache line), and loads that span two lines made decode 1.25x slower (33.7 against
-// 42.2 tokens/s, the same file with its header padded). A lead needs rows of whole chunks, so that
+// bytes past a cache line), and loads that span two lines made decode 1.25x slower than the same
+// file with its header padded to a line. A lead needs rows of whole chunks, so that
 // every row has the same one, and for bf16, whole pairs; else 0. Any lead of 0 .. k_step - 1 (even
 // for bf16) gives a right product for any placement of W of that K: this one is only the fastest.
 template <class S, class W>
@@ -101,10 +101,10 @@ inline float scalar_w(const void* w, size_t i) {
 
 // For a tile of `rows` W rows of row_bytes from `first`: the first lines of the next tile's rows
 // into L1. A tile's in-row prefetches run along its own rows, so the next tile's rows began with
-// misses (two threads, the bf16 products of a decode step: 26.2 -> 24.3 ms). A prefetch past
-// the end of W (after the last tile) is harmless: prefetches never fault. A one-row tile needs
-// none: rows are contiguous, so its in-row prefetch has already run kPrefetchBytes into the next
-// (the float kernels' decode, paired medians: 1.022x at 2 threads, 1.036x at 1).
+// misses (the bf16 products of a decode step ~8% faster with this). A prefetch past the end of W
+// (after the last tile) is harmless: prefetches never fault. A one-row tile needs none: rows are
+// contiguous, so its in-row prefetch has already run kPrefetchBytes into the next (float decode
+// 2-4% faster without the extra prefetches).
 inline void prefetch_next_rows(const char* first, int rows, size_t row_bytes) {
   constexpr size_t kRowStartBytes = 256;
   if (rows == 1) return;

@@ -14,12 +14,11 @@ struct Avx512 {
   static constexpr int lanes = 16, registers = 32, MR = 6, MR_batch = 8, weighted_rows = 6;
   // Accumulators (mr x nr), W values (nr) and one x vector within the 32 registers.
   // One row of x (decode) takes one W row at a time, read straight through: a single stream per
-  // core kept the memory busier than 8 rows side by side (decode 1.10x faster at 1 and 2 threads,
-  // 2 rows 0.87x; 2026-12-04). bf16_dot_kernels.cpp keeps 8. Two or three rows of x (2-3
-  // sequences decoding together) take 2 W rows, fewer streams for as little arithmetic: their
-  // products 1.13x and 1.08x faster than with 8 and 6 rows, batched decode of 2 and 3 sequences
-  // 1.07x (1.13x and 1.05x with bf16 activations); from 4 rows of x on, fewer W rows gained
-  // nothing (2026-12-05).
+  // core keeps the memory busier than 8 rows side by side (decode 1.10x faster at 1 and 2 threads;
+  // 2 rows per tile 0.87x). bf16_dot_kernels.cpp keeps 8. Two or three rows of x (2-3 sequences
+  // decoding together) take 2 W rows, fewer streams for as little arithmetic: their products 1.13x
+  // and 1.08x faster than with 8 and 6 rows, batched decode of 2 and 3 sequences ~7% faster; from
+  // 4 rows of x on, fewer W rows gain nothing.
   static constexpr int nr(int mr) { return mr == 1 ? 1 : mr <= 3 ? 2 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3; }
   // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.
   static constexpr int packed_mr = 12, packed_nr = 2, packed_min_tokens = 96;

@@ -26,10 +26,9 @@ constexpr size_t kBlockBytes = size_t(640) << 10;  // a prompt's block of x, kep
 
 int chunks_of(int K) { return (K + kChunk - 1) / kChunk; }
 
-// W rows per tile: as the float kernels', but 8 for one row of x (one W row at a time: decode at
-// 2 threads 0.91x and 0.90x as fast here in two sessions, 1.02-1.03x in one between them with
-// faster memory, unchanged at 1 thread; 2 and 4 rows 0.93x and 0.92x; the float kernels gained
-// 1.10x; 2026-12-04).
+// W rows per tile: as the float kernels', but 8 for one row of x. The float kernels' one W row at
+// a time (a single stream per core, 1.10x faster for them) made these tiles' decode ~10% slower at
+// 2 threads on most runs and no faster at 1; 2 and 4 rows were ~7% slower than 8.
 constexpr int nr(int mr) { return mr == 1 ? 8 : Avx512::nr(mr); }
 
 // Rows of x per group of the prepared layout: all of decode's in one, a prompt's in tiles' worth.
