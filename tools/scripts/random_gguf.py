@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Write a GGUF v3 file with random weights and the exact shape of a published Qwen3 model.
+
+    /usr/bin/python3 tools/scripts/random_gguf.py --arch qwen3moe --outtype q4_0 \
+        --out /work/gguf/qwen3-30b-a3b-random-q4_0.gguf
+    /usr/bin/python3 tools/scripts/random_gguf.py --arch qwen3 --outtype bf16 \
+        --out /work/gguf/qwen3-0.6b-random-bf16.gguf
+
+Speed does not depend on weight values, so a random file of the real shape runs as fast as the
+real checkpoint, in llama.cpp and in qwen3 alike, without downloading it. The defaults are
+Qwen3-0.6B (--arch qwen3) and Qwen3-30B-A3B (--arch qwen3moe); --hidden, --layers, --heads, ...
+override single dimensions to make small files for quick checks.
+
+Names, shapes, types and metadata keys follow llama.cpp's convert_hf_to_gguf.py for the `qwen3`
+and `qwen3moe` architectures: norms and the MoE router (ffn_gate_inp) stay F32, experts are
+stacked 3-D tensors ffn_{gate,up,down}_exps, the tokenizer is the real Qwen3 one (gpt2 / qwen2).
+The one difference: with --outtype q4_0 token_embd and output are Q4_0 too (as `llama-quantize
+--pure` makes them) where llama-quantize's default would pick Q6_K for output.
+
+The container is written here from the format, without llama.cpp's gguf-py: header, typed
+key/values, tensor infos (dims fastest first), then the data, every tensor aligned to 32 bytes.
+Tensors are generated and written in chunks, so the 17 GB file needs little memory.
+"""
+import argparse
+import json
+import struct
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ALIGN = 32
+CHUNK = 64 << 20  # bytes of tensor data generated at a time
+
+# ggml type: (id, weights per block, bytes per block); general.file_type for --outtype
+GGML_TYPES = {"f32": (0, 1, 4), "bf16": (30, 1, 2), "q4_0": (2, 32, 18), "q8_0": (8, 32, 34)}
+FILE_TYPE = {"f32": 0, "bf16": 32, "q4_0": 2, "q8_0": 7}
+
+# GGUF value types
+U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
+
+# config.json of Qwen/Qwen3-0.6B and Qwen/Qwen3-30B-A3B
+SHAPES = {
+    "qwen3": dict(hidden=1024, layers=28, heads=16, kv_heads=8, head_dim=128, ffn=3072,
+                  experts=0, experts_used=0, expert_ffn=0, vocab=151936, tied=True),
+    "qwen3moe": dict(hidden=2048, layers=48, heads=32, kv_heads=4, head_dim=128, ffn=6144,
+                     experts=128, experts_used=8, expert_ffn=768, vocab=151936, tied=False),
+}
+CONTEXT, ROPE_THETA, RMS_EPS = 40960, 1e6, 1e-6
+BOS, EOS, PAD = 151643, 151645, 151643  # <|endoftext|>, <|im_end|>, <|endoftext|>
+
+# llama.cpp token types
+NORMAL, CONTROL, USER_DEFINED, UNUSED = 1, 3, 4, 5
+
+
+def tensors(arch, s):
+    """(name, dims in ggml order: fastest first, is_matrix) for every tensor, as the converter
+    names them. PyTorch's (out_features, in_features) becomes ggml's [in, out]."""
+    d, hd, ff, ffe, ne = s["hidden"], s["head_dim"], s["ffn"], s["expert_ffn"], s["experts"]
+    q, kv = s["heads"] * hd, s["kv_heads"] * hd
+    out = [("token_embd.weight", [d, s["vocab"]], True)]
+    for i in range(s["layers"]):
+        b = f"blk.{i}."
+        out += [(b + "attn_norm.weight", [d], False),
+                (b + "attn_q.weight", [d, q], True),
+                (b + "attn_k.weight", [d, kv], True),
+                (b + "attn_v.weight", [d, kv], True),
+                (b + "attn_output.weight", [q, d], True),
+                (b + "attn_q_norm.weight", [hd], False),
+                (b + "attn_k_norm.weight", [hd], False),
+                (b + "ffn_norm.weight", [d], False)]
+        if arch == "qwen3moe":
+            # the router stays F32 in convert_hf_to_gguf.py and in llama-quantize
+            out += [(b + "ffn_gate_inp.weight", [d, ne], False),
+                    (b + "ffn_gate_exps.weight", [d, ffe, ne], True),
+                    (b + "ffn_up_exps.weight", [d, ffe, ne], True),
+                    (b + "ffn_down_exps.weight", [ffe, d, ne], True)]
+        else:
+            out += [(b + "ffn_gate.weight", [d, ff], True),
+                    (b + "ffn_up.weight", [d, ff], True),
+                    (b + "ffn_down.weight", [ff, d], True)]
+    out.append(("output_norm.weight", [d], False))
+    if not s["tied"]:
+        out.append(("output.weight", [d, s["vocab"]], True))
+    return out
+
+
+def vocab(tok_dir, n_vocab):
+    """tokens, token types, merges and chat template, as the converter's get_vocab_base() and
+    SpecialVocab derive them from tokenizer.json and tokenizer_config.json."""
+    tj = json.loads((tok_dir / "tokenizer.json").read_text(encoding="utf-8"))
+    cfg = json.loads((tok_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    by_id = {i: t for t, i in tj["model"]["vocab"].items()}
+    added = {a["id"]: a for a in tj["added_tokens"]}
+    by_id.update({i: a["content"] for i, a in added.items()})
+    if max(by_id) >= n_vocab:
+        sys.exit(f"--vocab {n_vocab} is smaller than the tokenizer ({max(by_id) + 1} tokens)")
+
+    def looks_special(t):  # does_token_look_special() for this vocabulary
+        return t.startswith("<|") and t.endswith("|>")
+
+    tokens, types = [], []
+    for i in range(n_vocab):
+        if i not in by_id:
+            tokens.append(f"[PAD{i}]")
+            types.append(UNUSED)
+        elif i in added:
+            tokens.append(by_id[i])
+            special = added[i]["special"] or looks_special(by_id[i])
+            types.append(CONTROL if special else USER_DEFINED)
+        else:
+            tokens.append(by_id[i])
+            types.append(NORMAL)
+    # merges as "a b"; a space inside a part is written as U+0120 + 256, like SpecialVocab
+    merges = [m if isinstance(m, str) else " ".join(p.replace(" ", chr(ord(" ") + 256)) for p in m)
+              for m in tj["model"]["merges"]]
+    return tokens, types, merges, cfg["chat_template"]
+
+
+def gguf_str(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+SCALAR = {U8: "B", I8: "b", U16: "H", I16: "h", U32: "I", I32: "i", F32: "f", BOOL: "?",
+          U64: "Q", I64: "q", F64: "d"}
+
+
+def kv_bytes(key, vtype, value, sub=None):
+    out = gguf_str(key) + struct.pack("<I", vtype)
+    if vtype == STR:
+        return out + gguf_str(value)
+    if vtype == ARR:
+        out += struct.pack("<IQ", sub, len(value))
+        if sub == STR:
+            return out + b"".join(gguf_str(v) for v in value)
+        return out + np.asarray(value, dtype="<" + SCALAR[sub]).tobytes()
+    return out + struct.pack("<" + SCALAR[vtype], value)
+
+
+def metadata(arch, s, outtype, name, tok):
+    tokens, types, merges, template = tok
+    a = arch + "."
+    kv = [("general.architecture", STR, arch),
+          ("general.type", STR, "model"),
+          ("general.name", STR, name),
+          ("general.alignment", U32, ALIGN),
+          (a + "block_count", U32, s["layers"]),
+          (a + "context_length", U32, CONTEXT),
+          (a + "embedding_length", U32, s["hidden"]),
+          (a + "feed_forward_length", U32, s["ffn"]),
+          (a + "attention.head_count", U32, s["heads"]),
+          (a + "attention.head_count_kv", U32, s["kv_heads"]),
+          (a + "rope.freq_base", F32, ROPE_THETA),
+          (a + "attention.layer_norm_rms_epsilon", F32, RMS_EPS)]
+    if arch == "qwen3moe":
+        kv += [(a + "expert_count", U32, s["experts"]),
+               (a + "expert_used_count", U32, s["experts_used"]),
+               (a + "expert_feed_forward_length", U32, s["expert_ffn"])]
+    kv += [(a + "attention.key_length", U32, s["head_dim"]),
+           (a + "attention.value_length", U32, s["head_dim"]),
+           ("general.file_type", U32, FILE_TYPE[outtype]),
+           ("general.quantization_version", U32, 2),
+           ("tokenizer.ggml.model", STR, "gpt2"),
+           ("tokenizer.ggml.pre", STR, "qwen2"),
+           ("tokenizer.ggml.tokens", ARR, tokens, STR),
+           ("tokenizer.ggml.token_type", ARR, types, I32),
+           ("tokenizer.ggml.merges", ARR, merges, STR),
+           ("tokenizer.ggml.eos_token_id", U32, EOS),
+           ("tokenizer.ggml.padding_token_id", U32, PAD),
+           ("tokenizer.ggml.bos_token_id", U32, BOS),
+           ("tokenizer.ggml.add_bos_token", BOOL, False),
+           ("tokenizer.chat_template", STR, template)]
+    return kv
+
+
+def nbytes(dims, gtype):
+    _, blk, size = GGML_TYPES[gtype]
+    if dims[0] % blk:
+        sys.exit(f"rows of {dims[0]} weights do not split into {gtype} blocks of {blk}")
+    return int(np.prod(dims, dtype=np.int64)) // blk * size
+
+
+def random_chunk(rng, n, gtype):
+    """n bytes of small finite random weights of type gtype (n a multiple of the block size)."""
+    m = n // 2 if gtype == "f32" else n  # f32 widens random bf16 values
+    raw = rng.random_raw((m + 7) // 8).view(np.uint8)[:m]  # SFC64 raw draws: ~10x rng.bytes()
+    if gtype in ("q4_0", "q8_0"):
+        # each block: fp16 scale d, then 16 bytes of nibbles q (q4_0: w = (q - 8) d) or 32 int8
+        # q (q8_0: w = q d); random q with these d give |w| <= 0.016 (q4_0), 0.026 (q8_0)
+        blocks = raw.reshape(-1, GGML_TYPES[gtype][2])
+        d = np.float16(0.002 if gtype == "q4_0" else 0.0002)
+        blocks[:, 0:2] = np.frombuffer(d.tobytes(), dtype=np.uint8)
+        return raw
+    # bf16: random sign and mantissa, exponent 120 or 121, so |w| in [2^-7, 2^-5)
+    h = raw.view(np.uint16)
+    h &= 0x80FF
+    h |= 0x3C00
+    return h if gtype == "bf16" else (h.astype(np.uint32) << 16)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--arch", choices=SHAPES, default="qwen3")
+    ap.add_argument("--outtype", choices=["q4_0", "q8_0", "bf16", "f32"], default="bf16",
+                    help="type of every weight matrix; norms and the router stay F32")
+    ap.add_argument("--out", type=Path, required=True)
+    for k in SHAPES["qwen3"]:
+        if k != "tied":
+            ap.add_argument("--" + k.replace("_", "-"), type=int)
+    ap.add_argument("--tied", action=argparse.BooleanOptionalAction,
+                    help="lm_head shares token_embd (default: qwen3 yes, qwen3moe no)")
+    repo = Path(__file__).resolve().parents[2]
+    ap.add_argument("--tokenizer-dir", type=Path, default=repo / "tests/fixtures/models/qwen3-tiny",
+                    help="folder with the real Qwen3 tokenizer.json and tokenizer_config.json")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    s = dict(SHAPES[args.arch])
+    s.update({k: v for k, v in vars(args).items() if k in s and v is not None})
+    if args.arch == "qwen3moe" and not 0 < s["experts_used"] <= s["experts"]:
+        sys.exit("qwen3moe needs 0 < --experts-used <= --experts")
+    name = ("Qwen3-0.6B" if args.arch == "qwen3" else "Qwen3-30B-A3B") + " shape, random weights"
+
+    infos, offset = [], 0
+    for tname, dims, matrix in tensors(args.arch, s):
+        gtype = args.outtype if matrix else "f32"
+        size = nbytes(dims, gtype)
+        infos.append((tname, dims, gtype, offset, size))
+        offset += -(-size // ALIGN) * ALIGN
+
+    kv = metadata(args.arch, s, args.outtype, name, vocab(args.tokenizer_dir, s["vocab"]))
+    head = [b"GGUF", struct.pack("<IQQ", 3, len(infos), len(kv))]
+    head += [kv_bytes(*e) for e in kv]
+    for tname, dims, gtype, off, _ in infos:
+        head.append(gguf_str(tname) + struct.pack(f"<I{len(dims)}QIQ", len(dims), *dims,
+                                                  GGML_TYPES[gtype][0], off))
+    head = b"".join(head)
+    head += bytes(-len(head) % ALIGN)
+
+    rng = np.random.SFC64(args.seed)
+    t0 = time.time()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "wb") as f:
+        f.write(head)
+        for tname, dims, gtype, off, size in infos:
+            assert f.tell() == len(head) + off
+            if tname.endswith("_norm.weight"):
+                f.write(np.ones(dims, dtype="<f4").tobytes())  # RMSNorm gains of 1
+            else:
+                step = CHUNK - CHUNK % GGML_TYPES[gtype][2]
+                for pos in range(0, size, step):
+                    f.write(random_chunk(rng, min(step, size - pos), gtype))
+            f.write(bytes(-size % ALIGN))
+    total = len(head) + offset
+    n_params = sum(int(np.prod(i[1], dtype=np.int64)) for i in infos)
+    print(f"{args.out}: {args.arch} {args.outtype}, {len(infos)} tensors, {n_params / 1e9:.3f}B "
+          f"weights, {total:,} bytes in {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
