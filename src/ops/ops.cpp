@@ -136,9 +136,9 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
   for (const Job& j : jobs) x_at[j.group - groups.data()] = j.x_at;
   if (!quantized) {
     at_least(rt.xf, x_size);
-    size_t most_rows = 0;  // each group's rotated rows at i * most_rows * K
-    for (const ProductGroup& group : groups) most_rows = std::max(most_rows, size_t(group.T));
-    if (first_lead) at_least(rt.xr, most_rows * K * groups.size());
+    std::vector<size_t> first_row{0};  // group i's rows, rotated, at first_row[i] * K
+    for (const ProductGroup& group : groups) first_row.push_back(first_row.back() + group.T);
+    if (first_lead) at_least(rt.xr, first_row.back() * K);
     rt.pool.run(first_tile.back(), [&](int b, int e) {
       for (int tile = b; tile < e; ++tile) {
         const size_t i = group_of_tile(tile);
@@ -146,7 +146,7 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
         const int t0 = (tile - first_tile[i]) * g, t1 = std::min(group.T, t0 + g);
         const float* rows = group.x;
         if (first_lead) {
-          float* rotated = &rt.xr[i * most_rows * K];
+          float* rotated = &rt.xr[first_row[i] * K];
           rotate_rows(group.x, K, first_lead, t0, t1, rotated);
           rows = rotated;
         }

@@ -247,6 +247,49 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   }
 }
 
+// An MoE step's experts in one call: each group's rows give the bits its own product gives, for
+// every weight dtype (float and quantized), misplaced weights (a lead) and any mix of row counts.
+TEST(MatmulKernel, GroupsOfRowsGiveWhatEachGivesAlone) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int K = 128, N = 48, groups = 5;
+  for (const char* isa : {"scalar", "auto"})
+    for (DType dtype : {DType::f32, DType::bf16, DType::q8_0, DType::q4_0}) {
+      auto rt = make_runtime(isa, 3);
+      const DType stored = is_block_quantized(dtype) ? DType::f32 : dtype;
+      std::vector<Weights> w;
+      std::vector<std::vector<uint8_t>> q(groups);
+      std::vector<Matrix> m;
+      for (int i = 0; i < groups; ++i) {
+        w.push_back(random_weights(stored, size_t(N) * K + 1, rng));
+        m.push_back({stored, w[i].data(1), N, K});  // one element in: a lead for the float kernels
+        if (stored != dtype) {
+          q[i].resize(size_t(N) * row_bytes(dtype, K));
+          quantize(*rt, m[i], dtype, q[i].data());
+          m[i] = {dtype, q[i].data(), N, K};
+        }
+      }
+      const int rows[groups] = {1, 17, 3, 40, 2};
+      std::vector<std::vector<float>> x(groups), y(groups), alone(groups);
+      std::vector<Product> products;
+      products.reserve(groups);
+      std::vector<ProductGroup> all;
+      for (int i = 0; i < groups; ++i) {
+        x[i].resize(size_t(rows[i]) * K);
+        for (auto& v : x[i]) v = u(rng);
+        y[i].resize(size_t(rows[i]) * N);
+        alone[i].resize(y[i].size());
+        products.push_back({m[i], y[i].data()});
+        all.push_back({x[i].data(), rows[i], {&products.back(), 1}});
+      }
+      matmul(*rt, all);
+      for (int i = 0; i < groups; ++i) {
+        matmul(*rt, x[i].data(), rows[i], m[i], alone[i].data());
+        EXPECT_EQ(y[i], alone[i]) << isa << " " << dtype_name(dtype) << " group " << i;
+      }
+    }
+}
+
 // A KV cache's `n` elements, element i of x (rounded to what `dtype` holds, in place) at offset(i),
 // the rest `spare` (NaN: must never reach a result).
 template <class Offset>
