@@ -4,6 +4,7 @@
     tools/scripts/side_by_side.py --qwen3 build/qwen3 --model models/qwen3-0.6b-random \
         --llama-bench PATH/llama-bench --gguf qwen3-0.6b-random-bf16.gguf [--membw PATH/membw] \
         [--reps 5] [--threads 1,2] [--qwen3-args "--no-mmap"] [--llama-args "-lm none"] [--keep-cache]
+        [--settle-each] [--tests "-p 16,128,512 -n 128"]
 
 Runs the two engines interleaved, one repetition of every test at a time (pp16, pp128, pp512,
 tg128), so drift on a shared machine hits both alike, and prints the median tokens/s of each with
@@ -16,7 +17,10 @@ pages, or read into huge pages with --no-mmap, answer to the second).
 First it drops both engines' weight files from the page cache and reads them back, so both map
 the same cache state: as a cold read leaves it, in 2 MiB folios where the kernel and file system
 do that (a file written in small pieces stays in 4 KiB pages until then: see
-drop_from_page_cache in include/qwen3/model.h). --keep-cache skips that. Builds nothing.
+drop_from_page_cache in include/qwen3/model.h). --keep-cache skips that. --settle-each does it
+before every run of either engine instead: for models too large for the page cache to hold both
+files (Qwen3-30B-A3B in 4 bits: 17 GB each on a 24 GB machine), each run then starts with its own
+file wholly in memory. Builds nothing.
 """
 import argparse
 import glob
@@ -33,8 +37,8 @@ def run(cmd, env=None):
 
 
 def ours(args, threads):
-    out = run([args.qwen3, "bench", args.model, "-p", "16,128,512", "-n", "128", "-r", "1", "-t", str(threads),
-               "--json"] + args.qwen3_args.split())
+    out = run([args.qwen3, "bench", args.model] + args.tests.split() + ["-r", "1", "-t", str(threads), "--json"] +
+              args.qwen3_args.split())
     report = json.loads(out)
     tests = report["tests"]
     read = [(t["read_gb_s"], t["read_share"]) for t in tests if t["read_gb_s"] > 0]
@@ -43,8 +47,8 @@ def ours(args, threads):
 
 
 def llama(args, threads):
-    out = run([args.llama_bench, "-m", args.gguf, "-p", "16,128,512", "-n", "128", "-r", "1", "-t", str(threads),
-               "-o", "json"] + args.llama_args.split())
+    out = run([args.llama_bench, "-m", args.gguf] + args.tests.split() + ["-r", "1", "-t", str(threads), "-o", "json"] +
+              args.llama_args.split())
     return {("pp%d" % t["n_prompt"] if t["n_gen"] == 0 else "tg%d" % t["n_gen"]): t["avg_ts"] for t in json.loads(out)}
 
 
@@ -77,9 +81,12 @@ def main():
     p.add_argument("--qwen3-args", default="")
     p.add_argument("--llama-args", default="")
     p.add_argument("--keep-cache", action="store_true", help="measure the page cache as it is")
+    p.add_argument("--settle-each", action="store_true", help="read each engine's file back before each of its runs")
+    p.add_argument("--tests", default="-p 16,128,512 -n 128", help="the -p / -n lists both engines run")
     args = p.parse_args()
-    if not args.keep_cache:
-        for path in glob.glob(os.path.join(args.model, "*.safetensors")) + [args.gguf]:
+    ours_files = glob.glob(os.path.join(args.model, "*.safetensors"))
+    if not args.keep_cache and not args.settle_each:
+        for path in ours_files + [args.gguf]:
             settle(path)
     for threads in [int(t) for t in args.threads.split(",")]:
         a, b, bw, bw_huge, own = {}, {}, [], [], []
@@ -87,10 +94,15 @@ def main():
             if args.membw:
                 bw.append(membw(args.membw, threads, False))
                 bw_huge.append(membw(args.membw, threads, True))
+            if args.settle_each:
+                for path in ours_files:
+                    settle(path)
             r, gb_per_token, rss, huge, read = ours(args, threads)
             own += read
             for k, v in r.items():
                 a.setdefault(k, []).append(v)
+            if args.settle_each:
+                settle(args.gguf)
             for k, v in llama(args, threads).items():
                 b.setdefault(k, []).append(v)
         pages = "read into memory" if huge < 0 else f"{100 * huge:.0f}% mapped in 2 MiB pages"
