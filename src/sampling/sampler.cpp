@@ -88,9 +88,20 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
   }
 }
 
-void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first) {
+void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first,
+                     std::span<const uint64_t> allowed) {
   check_logits(logits);
   work_.assign(logits.begin(), logits.end());
+  if (!allowed.empty()) {  // a word at a time: constrained masks are mostly all-0 or all-1 words
+    constexpr float kNone = -std::numeric_limits<float>::infinity();
+    for (size_t w = 0; w * 64 < work_.size(); ++w) {
+      const uint64_t bits = w < allowed.size() ? allowed[w] : 0;
+      if (bits == ~0ull) continue;
+      const size_t end = std::min(work_.size(), w * 64 + 64);
+      for (size_t i = w * 64; i < end; ++i)
+        if (!(bits >> (i - w * 64) & 1)) work_[i] = kNone;
+    }
+  }
   apply_penalties(history);
   kept_.clear();
   if (params_.temperature == 0.0f) {
@@ -180,19 +191,28 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::s
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
-  if (params_.temperature == 0.0f && !penalizes()) {  // plain greedy: nothing to copy or change
+  return sample(logits, history, {});
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        std::span<const uint64_t> allowed) {
+  if (params_.temperature == 0.0f && !penalizes() && allowed.empty()) {  // plain greedy: nothing to copy or change
     check_logits(logits);
     return argmax(logits);
   }
-  filter(logits, history, false);
+  filter(logits, history, false, allowed);
   if (kept_.size() == 1) return kept_[0];
-  // Walk the kept tokens (best first when truncated, else by id); rounding leftovers fall to the last.
+  // Walk the kept tokens (best first when truncated, else by id); rounding leftovers fall to the
+  // last one with a weight (a masked token weighs 0 and is never drawn).
   double r = uniform(rng_);
+  int32_t last = kept_.back();
   for (int32_t id : kept_) {
+    if (work_[id] <= 0) continue;
     r -= work_[id];
+    last = id;
     if (r < 0) return id;
   }
-  return kept_.back();
+  return last;
 }
 
 std::vector<TokenProb> top_probs(std::span<const float> logits, int k) {
