@@ -51,7 +51,8 @@ class JsonSchemaGrammar {
   std::string add_rule(const std::string& name, const std::string& body);
   // Every rule added so far, then "root ::= root_body".
   std::string text(const std::string& root_body) const;
-  // One of the shared rules, added once: ws (bounded whitespace), json-value, json-string,
+  // One of the shared rules, added once: ws (JSON's whitespace: a space, or a newline and up to
+  // 24 spaces or tabs), lead-ws (up to 4 whitespace characters before a value), json-value, json-string,
   // json-number, json-integer, json-boolean, json-null, json-object, json-array.
   std::string common(const std::string& name);
 

@@ -124,16 +124,19 @@ std::string JsonSchemaGrammar::text(const std::string& root_body) const {
   return out + "root ::= " + root_body + "\n";
 }
 
-// The shared JSON rules. Whitespace runs and numbers are bounded so that a weak model cannot
-// pad or count forever; strings never hold a lone surrogate escape.
+// The shared JSON rules. Whitespace and numbers are bounded so that a weak model cannot pad or
+// count forever (as llama.cpp's JSON grammars do), and so that every number is a finite double
+// (at most 16 + 16 digits, exponent up to 99); strings never hold a lone surrogate escape.
 std::string JsonSchemaGrammar::common(const std::string& name) {
   if (rules_.count(name)) return name;
   static const std::map<std::string, std::string> bodies{
-      {"ws", R"([ \t\n]{0,20})"},
+      // One space, or a newline and indentation (pretty-printed JSON); "\n\n" only before the value.
+      {"ws", R"(( " " | "\n" [ \t]{0,24} )?)"},
+      {"lead-ws", R"([ \t\n]{0,4})"},
       {"json-char", R"([^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" ( [0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} ) ))"},
       {"json-string", R"("\"" json-char* "\"")"},
       {"json-integer", R"("-"? ( "0" | [1-9] [0-9]{0,15} ))"},
-      {"json-number", R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?)"},
+      {"json-number", R"("-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)"},
       {"json-boolean", R"("true" | "false")"},
       {"json-null", R"("null")"},
       {"json-value", "json-object | json-array | json-string | json-number | json-boolean | json-null"},
@@ -411,13 +414,13 @@ std::string JsonSchemaGrammar::object_rule(const json& schema, const std::string
 std::string json_schema_grammar(const json& schema) {
   JsonSchemaGrammar g;
   const std::string value = g.add(schema);
-  return g.text(g.common("ws") + " " + value);
+  return g.text(g.common("lead-ws") + " " + value);
 }
 
 std::string json_object_grammar() {
   JsonSchemaGrammar g;
   const std::string value = g.add(json{{"type", "object"}});
-  return g.text(g.common("ws") + " " + value);
+  return g.text(g.common("lead-ws") + " " + value);
 }
 
 }  // namespace qwen3

@@ -1,0 +1,26 @@
+// The server's grammar cache: least recently used out, compiled outside the lock.
+#include "server/grammar_cache.h"
+
+namespace qwen3::server {
+
+std::shared_ptr<const TokenGrammar> GrammarCache::get(const std::string& text) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = index_.find(text); it != index_.end()) {
+      entries_.splice(entries_.begin(), entries_, it->second);
+      return it->second->second;
+    }
+  }
+  auto grammar = std::make_shared<const TokenGrammar>(Grammar::parse(text), vocabulary_);
+  std::lock_guard lock(mutex_);
+  if (auto it = index_.find(text); it != index_.end()) return it->second->second;  // compiled meanwhile
+  entries_.emplace_front(text, grammar);
+  index_[text] = entries_.begin();
+  while (entries_.size() > capacity_) {
+    index_.erase(entries_.back().first);
+    entries_.pop_back();
+  }
+  return grammar;
+}
+
+}  // namespace qwen3::server
