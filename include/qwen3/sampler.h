@@ -73,6 +73,9 @@ class Sampler {
 // -inf.
 int32_t argmax(std::span<const float> logits);
 
+// The same among the allowed tokens (a bitset as in Sampler::sample); 0 when none is allowed.
+int32_t allowed_argmax(std::span<const float> logits, std::span<const uint64_t> allowed);
+
 // The k most likely tokens of softmax(logits), best first (for --show-probs and logprobs).
 std::vector<TokenProb> top_probs(std::span<const float> logits, int k);
 

@@ -52,6 +52,22 @@ TEST(SamplerMask, OnlyAllowedTokensAreDrawnWhateverTheSettings) {
   EXPECT_EQ(g.sample(wide, {}, std::vector<uint64_t>{~0ull}), 3);
 }
 
+TEST(SamplerMask, AllowedArgmaxEqualsAScanOfTheAllowed) {
+  std::mt19937 rng(4);
+  for (size_t n : {1u, 63u, 64u, 65u, 1000u, 4097u}) {
+    std::vector<float> logits(n);
+    for (auto& x : logits) x = float(rng() % 50);  // many ties: the lowest id must win
+    for (int round = 0; round < 20; ++round) {
+      std::vector<uint64_t> mask((n + 63) / 64);
+      for (auto& w : mask) w = rng() % 3 == 0 ? ~0ull : rng() % 2 ? 0 : (uint64_t(rng()) << 32 | rng());
+      int32_t expected = -1;
+      for (size_t i = 0; i < n; ++i)
+        if (mask[i / 64] >> (i % 64) & 1 && (expected < 0 || logits[i] > logits[size_t(expected)])) expected = int32_t(i);
+      EXPECT_EQ(allowed_argmax(logits, mask), expected < 0 ? 0 : expected) << n << " " << round;
+    }
+  }
+}
+
 TEST(SamplerMask, DrawsInProportionAmongTheAllowed) {
   // Allowed 0 and 2 with logits log 1 and log 3: drawn 1:3 after renormalising.
   const std::vector<float> logits{0.0f, 10.0f, std::log(3.0f)};
