@@ -153,6 +153,9 @@ struct GrammarConstraint {
   std::shared_ptr<const TokenGrammar> grammar;
   Reasoning reasoning = Reasoning::none;
   TokenId think_start = -1, think_end = -1;  // <think> and </think>
+  // The tokens that may end a complete output (e.g. <|im_end|> alone); empty: every eos token of
+  // the generation. Each must be one of the generation's eos tokens.
+  std::vector<TokenId> end_tokens = {};
 };
 
 // A generation's hook into sampling: the allowed tokens of each step, then the one chosen.

@@ -21,6 +21,10 @@ void GenerationOptions::validate() const {
   if (grammar && !grammar->grammar) throw Error(ErrorKind::invalid_argument, "a grammar constraint needs a grammar");
   if (grammar && eos.empty())
     throw Error(ErrorKind::invalid_argument, "a grammar constraint needs an eos token to end the output with");
+  if (grammar)
+    for (TokenId id : grammar->end_tokens)
+      if (std::find(eos.begin(), eos.end(), id) == eos.end())
+        throw Error(ErrorKind::invalid_argument, "a grammar's end token " + std::to_string(id) + " is not an eos token");
 }
 
 std::vector<TokenId> eos_tokens(const std::filesystem::path& model_dir, const ModelConfig& config) {
@@ -56,7 +60,8 @@ Generation::Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vect
       prompt_(std::move(prompt)),
       history_(prompt_) {
   options_.validate();
-  if (options_.grammar) constraint_.emplace(*options_.grammar, options_.eos);
+  if (options_.grammar)
+    constraint_.emplace(*options_.grammar, options_.grammar->end_tokens.empty() ? options_.eos : options_.grammar->end_tokens);
   if (prompt_.empty()) throw Error(ErrorKind::invalid_argument, "the prompt is empty");
   // The prompt and at least one generated token must fit.
   if (sequence_.length() + prompt_.size() + 1 > size_t(sequence_.max_context()))

@@ -171,6 +171,7 @@ TEST(OpenAiRequest, ConstraintsAndToolChoice) {
   EXPECT_EQ(thinking.options.grammar->reasoning, R::optional);  // Qwen3 opens <think> itself
   EXPECT_EQ(thinking.options.grammar->think_start, 151667);
   EXPECT_EQ(thinking.options.grammar->think_end, 151668);
+  EXPECT_EQ(thinking.options.grammar->end_tokens, std::vector<TokenId>{151645});  // <|im_end|>, not <|endoftext|>
   auto direct = parse(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
       "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}, "enable_thinking": false)");
   ASSERT_TRUE(direct.options.grammar);

@@ -111,6 +111,10 @@ TEST(ConstrainedGeneration, TinyModelWritesTheSchemasJson) {
   GenerationOptions no_eos;
   no_eos.grammar = GrammarConstraint{grammar, GrammarConstraint::Reasoning::none, -1, -1};
   EXPECT_THROW(no_eos.validate(), Error);
+  GenerationOptions other_end;
+  other_end.eos = {151645};
+  other_end.grammar = GrammarConstraint{grammar, GrammarConstraint::Reasoning::none, -1, -1, {151643}};
+  EXPECT_THROW(other_end.validate(), Error);
 }
 
 }  // namespace

@@ -338,6 +338,9 @@ void constrain(ApiRequest& r, const ServedModel& model, JsonSchemaGrammar& g, co
   const auto& vocabulary = model.grammars->vocabulary();
   constraint.think_start = vocabulary.added_token("<think>");
   constraint.think_end = vocabulary.added_token("</think>");
+  // A complete reply ends its turn: <|im_end|> alone when it is an eos token (not <|endoftext|>).
+  const TokenId im_end = vocabulary.added_token("<|im_end|>");
+  if (std::find(r.options.eos.begin(), r.options.eos.end(), im_end) != r.options.eos.end()) constraint.end_tokens = {im_end};
   using R = GrammarConstraint::Reasoning;
   constraint.reasoning = !r.thinking ? R::none : r.thinking_opened ? R::open : R::optional;
   r.options.grammar = std::move(constraint);
