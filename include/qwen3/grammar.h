@@ -62,6 +62,7 @@ class JsonSchemaGrammar {
                       const std::string& path);
   std::string object_rule(const nlohmann::ordered_json& schema, const std::string& name, Context& context,
                           const std::string& path);
+  std::string integer_rule(const nlohmann::ordered_json& schema, const std::string& name, const std::string& path);
   std::map<std::string, std::string> rules_;     // name -> body
   std::vector<std::string> order_;               // names in the order they were added
   int anonymous_ = 0;

@@ -21,7 +21,10 @@ const std::set<std::string> kAnnotations{"$schema", "$id", "$comment", "title", 
                                          "examples", "deprecated", "readOnly", "writeOnly"};
 const std::set<std::string> kSupported{"type", "properties", "required", "additionalProperties", "items", "minItems",
                                        "maxItems", "enum", "const", "anyOf", "allOf", "$ref", "$defs", "definitions",
-                                       "minLength", "maxLength", "format", "uniqueItems"};
+                                       "minLength", "maxLength", "format", "uniqueItems", "minimum", "maximum",
+                                       "exclusiveMinimum", "exclusiveMaximum"};
+const std::vector<std::string> kBounds{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+constexpr int64_t kLargest = 9'999'999'999'999'999;  // 16 digits: json-integer's own bound
 const std::set<std::string> kFormats{"date", "time", "date-time", "uuid"};
 
 [[noreturn]] void unsupported(const std::string& path, const std::string& message) {
@@ -71,6 +74,52 @@ int bound(const json& schema, const char* key, const std::string& path, int fall
   if (!it->is_number_integer() || it->get<int64_t>() < 0) unsupported(join(path, key), "must be a non-negative integer");
   if (it->get<int64_t>() > kMaxBound) unsupported(join(path, key), "values above " + std::to_string(kMaxBound) + " are not supported");
   return int(it->get<int64_t>());
+}
+
+// The decimal numbers from lo to hi, both written with the same number of digits.
+std::string same_length_range(const std::string& lo, const std::string& hi) {
+  const size_t n = lo.size();
+  if (lo == hi) return grammar_literal(lo);
+  if (n == 1) return std::string("[") + lo[0] + "-" + hi[0] + "]";
+  if (lo[0] == hi[0]) return grammar_literal(lo.substr(0, 1)) + " ( " + same_length_range(lo.substr(1), hi.substr(1)) + " )";
+  std::vector<std::string> alternatives;
+  const std::string rest_lo = lo.substr(1), rest_hi = hi.substr(1);
+  char first = lo[0], last = hi[0];
+  if (rest_lo.find_first_not_of('0') != std::string::npos) {  // lo's first digit, the rest from rest_lo up
+    alternatives.push_back(grammar_literal(lo.substr(0, 1)) + " ( " + same_length_range(rest_lo, std::string(n - 1, '9')) + " )");
+    ++first;
+  }
+  if (rest_hi.find_first_not_of('9') != std::string::npos) {  // hi's first digit, the rest up to rest_hi
+    alternatives.push_back(grammar_literal(hi.substr(0, 1)) + " ( " + same_length_range(std::string(n - 1, '0'), rest_hi) + " )");
+    --last;
+  }
+  if (first <= last)
+    alternatives.push_back(std::string("[") + first + "-" + last + "] [0-9]{" + std::to_string(n - 1) + "}");
+  std::string out;
+  for (auto& a : alternatives) out += (out.empty() ? "" : " | ") + a;
+  return out;
+}
+
+// The integers from lo to hi (0 <= lo <= hi), without leading zeros.
+std::string natural_range(int64_t lo, int64_t hi) {
+  std::string out;
+  int64_t low_end = 0;  // the smallest number of the current digit count
+  for (int64_t top = 9; low_end <= hi; low_end = top + 1, top = top * 10 + 9) {
+    const int64_t a = std::max(lo, low_end), b = std::min(hi, top);
+    if (a <= b) out += (out.empty() ? "" : " | ") + std::string("( ") + same_length_range(std::to_string(a), std::to_string(b)) + " )";
+    if (top >= kLargest) break;
+  }
+  return out;
+}
+
+// The integers from lo to hi, negative ones with a minus sign.
+std::string integer_range(int64_t lo, int64_t hi) {
+  std::string negative, natural;
+  if (lo < 0) negative = "\"-\" ( " + natural_range(hi < 0 ? -hi : 1, -lo) + " )";
+  if (hi >= 0) natural = natural_range(std::max<int64_t>(lo, 0), hi);
+  if (negative.empty()) return natural;
+  if (natural.empty()) return negative;
+  return negative + " | " + natural;
 }
 
 std::string repeat(const std::string& item, int min, int max) {
@@ -254,6 +303,7 @@ std::string JsonSchemaGrammar::compile(const json& schema, const std::string& na
     if (any({"properties", "required", "additionalProperties"})) types = {"object"};
     else if (any({"items", "minItems", "maxItems", "uniqueItems"})) types = {"array"};
     else if (any({"minLength", "maxLength", "format"})) types = {"string"};
+    else if (any({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) types = {"number"};
     else return common("json-value");
   }
 
@@ -300,9 +350,16 @@ std::string JsonSchemaGrammar::compile(const json& schema, const std::string& na
         rule = add_rule(kid, "\"\\\"\" " + repeat(common("json-char"), min, max) + " \"\\\"\"");
       }
     } else if (type == "integer") {
-      rule = common("json-integer");
+      rule = integer_rule(schema, kid, path);
     } else if (type == "number") {
       rule = common("json-number");
+      for (auto& key : kBounds) {
+        if (!schema.contains(key)) continue;
+        // Non-negative numbers are json-number without its sign; other bounds on fractions are refused.
+        if (key != "minimum" || !schema[key].is_number() || schema[key].get<double>() != 0)
+          unsupported(join(path, key), "on a number only 'minimum': 0 is supported (bounds of any value need type integer)");
+        rule = add_rule(kid, R"(( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?)");
+      }
     } else if (type == "boolean") {
       rule = common("json-boolean");
     } else {
@@ -312,6 +369,30 @@ std::string JsonSchemaGrammar::compile(const json& schema, const std::string& na
   }
   if (types.size() == 1) return body;
   return add_rule(name, body);
+}
+
+// An integer between the schema's bounds (minimum, maximum and their exclusive forms as numbers),
+// within json-integer's 16 digits.
+std::string JsonSchemaGrammar::integer_rule(const json& schema, const std::string& name, const std::string& path) {
+  int64_t lo = -kLargest, hi = kLargest;
+  bool bounded = false;
+  for (auto& key : kBounds) {
+    auto it = schema.find(key);
+    if (it == schema.end()) continue;
+    if (!it->is_number()) unsupported(join(path, key), "must be a number (draft 4's boolean form is not supported)");
+    const double v = it->get<double>();
+    if (!std::isfinite(v) || std::fabs(v) > 1e17) unsupported(join(path, key), "is out of range");
+    bounded = true;
+    if (key == "minimum") lo = std::max(lo, int64_t(std::ceil(v)));
+    if (key == "exclusiveMinimum") lo = std::max(lo, int64_t(std::floor(v)) + 1);
+    if (key == "maximum") hi = std::min(hi, int64_t(std::floor(v)));
+    if (key == "exclusiveMaximum") hi = std::min(hi, int64_t(std::ceil(v)) - 1);
+  }
+  if (!bounded) return common("json-integer");
+  lo = std::max(lo, -kLargest);
+  hi = std::min(hi, kLargest);
+  if (lo > hi) unsupported(path, "no integer lies between its bounds");
+  return add_rule(name, integer_range(lo, hi));
 }
 
 // Properties in the order written; the required ones always, the others optional. Two rule

@@ -133,10 +133,10 @@ TEST(OpenAiRequest, ToolAndFormatErrorsNameTheField) {
   EXPECT_EQ(chat_error(R"("tools": [)" + kTool + R"(], "tool_choice": "sometimes")").param, "tool_choice");
   // A schema the grammar compiler refuses is a 400 naming the keyword, only where it is enforced.
   const std::string min_tool = R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object",
-      "properties": {"n": {"type": "integer", "minimum": 1}}}}})";
+      "properties": {"n": {"type": "integer", "multipleOf": 2}}}}})";
   auto refused = chat_error(R"("tools": [)" + min_tool + R"(], "tool_choice": "required")");
   EXPECT_EQ(refused.param, "tools[0].function.parameters");
-  EXPECT_NE(std::string(refused.what()).find("'minimum'"), std::string::npos);
+  EXPECT_NE(std::string(refused.what()).find("'multipleOf'"), std::string::npos);
   EXPECT_NO_THROW(parse_request(Endpoint::chat, "{" + kMessages + R"(, "tools": [)" + min_tool + "]}", roomy()));
 
   EXPECT_EQ(chat_error(R"("response_format": {"type": "xml"})").param, "response_format.type");

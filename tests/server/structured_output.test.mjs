@@ -16,7 +16,7 @@ const person = {
   type: 'object',
   properties: {
     name: { type: 'string', maxLength: 16 },
-    age: { type: 'integer' },
+    age: { type: 'integer', minimum: 0, maximum: 150 },
     tags: { type: 'array', items: { enum: ['red', 'green', 'blue'] }, minItems: 1, maxItems: 3 },
     ok: { type: ['boolean', 'null'] },
     home: {
@@ -34,7 +34,7 @@ const format = { type: 'json_schema', json_schema: { name: 'person', schema: per
 
 const weather = {
   type: 'object',
-  properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] }, days: { type: 'integer' } },
+  properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] }, days: { type: 'integer', minimum: 1, maximum: 14 } },
   required: ['city', 'unit', 'days'],
   additionalProperties: false,
 };

@@ -141,6 +141,36 @@ TEST(JsonSchemaGrammar, TypesAndKeywords) {
   EXPECT_FALSE(accepts(g(R"({"type": "integer"})"), "7 "));
 }
 
+// Integer bounds compile to digit ranges: every integer from -1200 to 1200 matches exactly when
+// it is within them.
+TEST(JsonSchemaGrammar, IntegerBounds) {
+  const std::vector<std::string> bounds{
+      R"("minimum": 0)", R"("minimum": 1, "maximum": 12)", R"("minimum": -37, "maximum": 450)",
+      R"("exclusiveMinimum": 99, "exclusiveMaximum": 1001)", R"("maximum": -5)", R"("minimum": 6.5, "maximum": 7.5)",
+      R"("minimum": -1000, "maximum": -10)", R"("minimum": 0.5, "exclusiveMaximum": 100.5)", R"("minimum": 190, "maximum": 1109)"};
+  for (auto& b : bounds) {
+    const json schema = json::parse("{\"type\": \"integer\", " + b + "}");
+    auto g = std::make_shared<TokenGrammar>(Grammar::parse(json_schema_grammar(schema)), bytes_vocabulary());
+    for (int v = -1200; v <= 1200; ++v) {
+      const json value = v;
+      const bool inside = (!schema.contains("minimum") || v >= schema["minimum"].get<double>()) &&
+                          (!schema.contains("maximum") || v <= schema["maximum"].get<double>()) &&
+                          (!schema.contains("exclusiveMinimum") || v > schema["exclusiveMinimum"].get<double>()) &&
+                          (!schema.contains("exclusiveMaximum") || v < schema["exclusiveMaximum"].get<double>());
+      GrammarMatcher m(g, {});
+      ASSERT_EQ(m.accept_bytes(std::to_string(v)) && m.complete(), inside) << b << ": " << v;
+    }
+  }
+  EXPECT_TRUE(accepts(json_schema_grammar(json::parse(R"({"type": "integer", "minimum": 0})")), "9999999999999999"));
+  EXPECT_FALSE(accepts(json_schema_grammar(json::parse(R"({"type": "integer", "minimum": 0})")), "01"));
+  EXPECT_TRUE(accepts(json_schema_grammar(json::parse(R"({"type": "number", "minimum": 0})")), "0.5e-3"));
+  EXPECT_FALSE(accepts(json_schema_grammar(json::parse(R"({"type": "number", "minimum": 0})")), "-1"));
+  EXPECT_NE(schema_error(R"({"type": "number", "maximum": 3})").find("maximum: on a number only 'minimum': 0"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 5, "maximum": 4})").find("no integer"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 1, "exclusiveMinimum": true})").find("exclusiveMinimum"),
+            std::string::npos);
+}
+
 TEST(JsonSchemaGrammar, Objects) {
   const auto strict = json_schema_grammar(json::parse(R"({"type": "object", "properties": {
       "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
@@ -169,7 +199,7 @@ TEST(JsonSchemaGrammar, Objects) {
 }
 
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
-  EXPECT_EQ(schema_error(R"({"type": "integer", "minimum": 0})"), "schema: 'minimum' is not supported");
+  EXPECT_EQ(schema_error(R"({"type": "integer", "multipleOf": 3})"), "schema: 'multipleOf' is not supported");
   EXPECT_EQ(schema_error(R"({"properties": {"age": {"type": "number", "multipleOf": 2}}})"),
             "properties.age: 'multipleOf' is not supported");
   EXPECT_NE(schema_error(R"({"type": "string", "pattern": "^a"})").find("'pattern'"), std::string::npos);
