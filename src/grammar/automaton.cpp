@@ -4,6 +4,7 @@
 #include "grammar/parser.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -26,7 +27,9 @@ struct Nfa {
   };
   std::vector<State> states;
   const std::vector<RuleDef>* rules = nullptr;
-  std::vector<uint8_t> inlined;  // [rules] references to it are built in place
+  std::vector<uint8_t> inlined;  // [rules] references to it are built in place...
+  int in_long_repeat = 0;        // ...except inside a repetition of more than 8 copies
+  std::vector<uint8_t> needed;   // [rules] referenced as a symbol somewhere: needs its own automaton
 
   int32_t add() {
     if (states.size() >= kMaxNfaStates) throw Error(ErrorKind::invalid_argument, "grammar: too large (over 4M automaton states)");
@@ -62,7 +65,8 @@ struct Nfa {
         return end;
       }
       case Node::Kind::ref:
-        if (inlined[size_t(node.index)]) return build((*rules)[size_t(node.index)].body, from);
+        if (inlined[size_t(node.index)] && in_long_repeat == 0) return build((*rules)[size_t(node.index)].body, from);
+        if (!needed.empty()) needed[size_t(node.index)] = 1;
         [[fallthrough]];
       case Node::Kind::token: {
         const int32_t end = add();
@@ -84,6 +88,14 @@ struct Nfa {
         return end;
       }
       case Node::Kind::repeat: {
+        // Copies of a long bounded repetition keep their references as references: an array of
+        // up to 1000 values built in place would take a hundred states per value.
+        struct LongRepeat {
+          int& depth;
+          bool on;
+          LongRepeat(int& d, bool o) : depth(d), on(o) { depth += on; }
+          ~LongRepeat() { depth -= on; }
+        } guard(in_long_repeat, node.min > 8 || node.max > 8);
         const Node& kid = node.kids[0];
         int32_t cur = from;
         for (int k = 0; k < node.min; ++k) {
@@ -353,29 +365,33 @@ void check_termination(const Grammar::Impl& g, const std::vector<uint8_t>& nulla
   }
 }
 
-// Merges states with the same future (Moore's partition refinement): an automaton of "x*" comes
-// back to one state after each x, and every state left is one more cache entry to fill.
+// Merges states whose rows are the same (accepting, byte targets, references, tokens), pass after
+// pass: "x*" comes back to one state after each x, a character's partial UTF-8
+// states merge across positions, and every state left is one more cache entry to fill. Cheaper
+// than full minimization (Moore's rounds grow with a bounded repetition's length) and always sound.
 void minimize(Grammar::Impl& g) {
   const size_t n = g.states();
   // Bytes that every state treats alike are compared once.
   std::vector<int> representatives;
   {
-    std::map<std::vector<int32_t>, int> columns;
+    std::unordered_map<std::string, int> columns;
+    std::string column(n * 4, '\0');
     for (int b = 0; b < 256; ++b) {
-      std::vector<int32_t> column(n);
-      for (size_t q = 0; q < n; ++q) column[q] = g.next[q * 256 + size_t(b)];
-      if (columns.emplace(std::move(column), b).second) representatives.push_back(b);
+      for (size_t q = 0; q < n; ++q) std::memcpy(&column[q * 4], &g.next[q * 256 + size_t(b)], 4);
+      if (columns.emplace(column, b).second) representatives.push_back(b);
     }
   }
   std::vector<int32_t> cls(n);
-  for (size_t q = 0; q < n; ++q) cls[q] = g.accepting[q];
-  size_t count = 0;
-  for (;;) {
-    std::map<std::vector<int32_t>, int32_t> ids;
+  for (size_t q = 0; q < n; ++q) cls[q] = int32_t(q);
+  size_t count = n;
+  // Each pass's partition is sound on its own, so a few passes do: further ones only fold the
+  // positions of a long bounded repetition, one per pass.
+  for (int pass = 0; pass < 16; ++pass) {
+    std::unordered_map<std::string, int32_t> ids;
     std::vector<int32_t> refined(n);
     std::vector<int32_t> sig;
     for (size_t q = 0; q < n; ++q) {
-      sig.assign(1, cls[q]);
+      sig.assign(1, g.accepting[q]);
       for (int b : representatives) {
         const int32_t t = g.next[q * 256 + size_t(b)];
         sig.push_back(t < 0 ? -1 : cls[size_t(t)]);
@@ -385,7 +401,8 @@ void minimize(Grammar::Impl& g) {
       sig.push_back(-3);
       for (uint32_t k = g.token_begin[q]; k < g.token_begin[q + 1]; ++k)
         sig.insert(sig.end(), {g.token_edges[k].symbol, cls[size_t(g.token_edges[k].target)]});
-      refined[q] = ids.emplace(sig, int32_t(ids.size())).first->second;
+      std::string key(reinterpret_cast<const char*>(sig.data()), sig.size() * sizeof(int32_t));
+      refined[q] = ids.emplace(std::move(key), int32_t(ids.size())).first->second;
     }
     cls = std::move(refined);
     if (ids.size() == count) break;
@@ -419,6 +436,25 @@ void minimize(Grammar::Impl& g) {
   g.ref_begin = std::move(m.ref_begin);
   g.token_edges = std::move(m.token_edges);
   g.token_begin = std::move(m.token_begin);
+}
+
+// The byte table with one column per class of bytes that every state treats alike.
+void compress(Grammar::Impl& g) {
+  const size_t n = g.states();
+  std::unordered_map<std::string, uint8_t> index;
+  std::vector<int> first_byte;  // per class, a byte of it
+  std::string column(n * 4, '\0');
+  for (int b = 0; b < 256; ++b) {
+    for (size_t q = 0; q < n; ++q) std::memcpy(&column[q * 4], &g.next[q * 256 + size_t(b)], 4);
+    auto [it, added] = index.emplace(column, uint8_t(first_byte.size()));
+    if (added) first_byte.push_back(b);
+    g.byte_class[b] = it->second;
+  }
+  g.classes = first_byte.size();
+  std::vector<int32_t> next(n * g.classes);
+  for (size_t q = 0; q < n; ++q)
+    for (size_t c = 0; c < g.classes; ++c) next[q * g.classes + c] = g.next[q * 256 + size_t(first_byte[c])];
+  g.next = std::move(next);
 }
 
 }  // namespace
@@ -482,20 +518,25 @@ void compile(std::string_view text, size_t max_states, Grammar::Impl& g) {
 
   Nfa nfa;
   choose_inlined(defs, uses, g.root, nfa);
-  std::vector<std::pair<int32_t, int32_t>> ends;  // per rule: NFA start, accept (none for inlined rules)
-  for (size_t r = 0; r < defs.size(); ++r) {
-    if (nfa.inlined[r]) {
-      ends.push_back({-1, -1});
-      continue;
+  // Every rule not built in place gets an automaton, and so does one referenced from a long
+  // repetition (which may in turn reference more).
+  std::vector<std::pair<int32_t, int32_t>> ends(defs.size(), {-1, -1});  // per rule: NFA start, accept
+  nfa.needed.assign(defs.size(), 0);
+  for (size_t r = 0; r < defs.size(); ++r) nfa.needed[r] = !nfa.inlined[r];
+  for (bool more = true; more;) {
+    more = false;
+    for (size_t r = 0; r < defs.size(); ++r) {
+      if (!nfa.needed[r] || ends[r].first >= 0) continue;
+      const int32_t start = nfa.add();
+      ends[r] = {start, nfa.build(defs[r].body, start)};
+      more = true;
     }
-    const int32_t start = nfa.add();
-    ends.push_back({start, nfa.build(defs[r].body, start)});
   }
   Determinizer dfa(nfa, g, max_states);
   std::vector<int32_t> state_rule;
   for (size_t r = 0; r < defs.size(); ++r) {
     // An inlined rule keeps an index (names in messages) and a start state that nothing reaches.
-    g.rule_start.push_back(nfa.inlined[r] ? dfa.add_rule(nfa.add(), -1) : dfa.add_rule(ends[r].first, ends[r].second));
+    g.rule_start.push_back(ends[r].first < 0 ? dfa.add_rule(nfa.add(), -1) : dfa.add_rule(ends[r].first, ends[r].second));
     state_rule.resize(g.states(), int32_t(r));
   }
   g.ref_begin.assign(1, 0);
@@ -519,6 +560,7 @@ void compile(std::string_view text, size_t max_states, Grammar::Impl& g) {
     for (size_t b = 0; b < 256 && !any; ++b) any = g.next[q * 256 + b] >= 0;
     g.final_state[q] = g.accepting[q] && !any;
   }
+  compress(g);
 }
 
 }  // namespace grammar

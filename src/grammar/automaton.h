@@ -27,7 +27,11 @@ struct Grammar::Impl {
   };
   std::vector<TokenRef> tokens;
 
-  std::vector<int32_t> next;            // [states * 256] byte transitions; -1 = none
+  // Byte transitions, -1 = none: [states * classes], bytes that every state treats alike sharing
+  // a class (a JSON grammar has a few dozen), indexed through byte_class.
+  std::vector<int32_t> next;
+  uint8_t byte_class[256] = {};
+  size_t classes = 256;
   std::vector<uint8_t> accepting;       // [states] the rule may end here
   std::vector<uint8_t> can_complete;    // [states] ...or after rules that match nothing
   std::vector<uint8_t> final_state;     // [states] accepting, and nothing can follow
@@ -37,7 +41,7 @@ struct Grammar::Impl {
   std::vector<Edge> token_edges;
 
   size_t states() const { return accepting.size(); }
-  int32_t step(int32_t state, uint8_t byte) const { return next[size_t(state) * 256 + byte]; }
+  int32_t step(int32_t state, uint8_t byte) const { return next[size_t(state) * classes + byte_class[byte]]; }
 };
 
 namespace grammar {

@@ -347,7 +347,10 @@ std::string JsonSchemaGrammar::compile(const json& schema, const std::string& na
       } else if (min == 0 && max < 0) {
         rule = common("json-string");
       } else {
-        rule = add_rule(kid, "\"\\\"\" " + repeat(common("json-char"), min, max) + " \"\\\"\"");
+        // The character written out, not referenced: a long repetition keeps references as such,
+        // and a string's characters belong in its own automaton (cheap masks).
+        common("json-char");
+        rule = add_rule(kid, "\"\\\"\" " + repeat(rules_.at("json-char"), min, max) + " \"\\\"\"");
       }
     } else if (type == "integer") {
       rule = integer_rule(schema, kid, path);

@@ -171,6 +171,20 @@ TEST(JsonSchemaGrammar, IntegerBounds) {
             std::string::npos);
 }
 
+// Long bounded repetitions stay small: array items are referenced, not copied a thousand times;
+// a bounded string's characters are written out (its masks stay cheap) at ~14 states each.
+TEST(JsonSchemaGrammar, LongBoundsStaySmall) {
+  auto states = [](const char* schema) { return Grammar::parse(json_schema_grammar(json::parse(schema)))->states(); };
+  EXPECT_LT(states(R"({"type": "array", "items": {"type": "integer"}, "maxItems": 1000})"), 6000u);
+  EXPECT_LT(states(R"({"type": "string", "maxLength": 1000})"), 16000u);
+  const auto twelve = json_schema_grammar(json::parse(R"({"type": "array", "items": {"type": "integer"}, "minItems": 10, "maxItems": 12})"));
+  std::string items = "[1";
+  for (int k = 2; k <= 13; ++k) {
+    EXPECT_EQ(accepts(twelve, items + "]"), k - 1 >= 10 && k - 1 <= 12) << items;
+    items += ", " + std::to_string(k);
+  }
+}
+
 TEST(JsonSchemaGrammar, Objects) {
   const auto strict = json_schema_grammar(json::parse(R"({"type": "object", "properties": {
       "a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},

@@ -11,7 +11,8 @@ std::shared_ptr<const TokenGrammar> GrammarCache::get(const std::string& text) {
       return it->second->second;
     }
   }
-  auto grammar = std::make_shared<const TokenGrammar>(Grammar::parse(text), vocabulary_);
+  // At most 100000 automaton states (about a second to compile, a few MB): a larger schema is a 400.
+  auto grammar = std::make_shared<const TokenGrammar>(Grammar::parse(text, 100000), vocabulary_);
   std::lock_guard lock(mutex_);
   if (auto it = index_.find(text); it != index_.end()) return it->second->second;  // compiled meanwhile
   entries_.emplace_front(text, grammar);
