@@ -15,7 +15,7 @@ namespace qwen3 {
 namespace grammar {
 namespace {
 
-constexpr size_t kMaxNfaStates = 4'000'000;
+constexpr size_t kMaxNfaStates = 1'000'000;  // ~100 MB while compiling
 
 
 // Thompson construction. A symbol is a rule index (>= 0) or -(token index + 1).
@@ -32,7 +32,8 @@ struct Nfa {
   std::vector<uint8_t> needed;   // [rules] referenced as a symbol somewhere: needs its own automaton
 
   int32_t add() {
-    if (states.size() >= kMaxNfaStates) throw Error(ErrorKind::invalid_argument, "grammar: too large (over 4M automaton states)");
+    if (states.size() >= kMaxNfaStates)
+      throw Error(ErrorKind::invalid_argument, "grammar: too large (over 1M automaton states before determinizing)");
     states.emplace_back();
     return int32_t(states.size() - 1);
   }

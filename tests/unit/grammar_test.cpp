@@ -68,6 +68,7 @@ TEST(GrammarSyntax, ErrorsSayWhereAndWhat) {
   EXPECT_NE(error_of("root ::= < bad>").find("token reference"), std::string::npos);
   EXPECT_NE(error_of("root ::= \"a\" ) ").find("grammar 1:14"), std::string::npos);
   EXPECT_NE(error_of("root ::= [a-z]{10000}[a-z]{10000}[a-z]{10000}", 1000).find("too large"), std::string::npos);
+  EXPECT_NE(error_of("root ::= ((\"ab\"{100}){100}){100}").find("too large"), std::string::npos);  // 2M before the DFA
 }
 
 TEST(GrammarSyntax, RulesSpanLinesAndComments) {
