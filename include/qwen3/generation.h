@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "qwen3/grammar.h"
 #include "qwen3/model.h"
 #include "qwen3/sampler.h"
 #include "qwen3/tokenizer.h"
@@ -22,6 +23,9 @@ struct GenerationOptions {
   std::vector<TokenId> eos;        // tokens that end generation (not part of the text)
   bool logprobs = false;           // fill GeneratedToken::logprob (an exp per vocabulary entry, ~1 ms a token)
   int top_logprobs = 0;            // how many alternatives to report per token (0..20)
+  // Constrained decoding: every sampled token keeps the output inside this grammar (after the
+  // reasoning, when it says so), and the eos tokens may come only once it is complete.
+  std::optional<GrammarConstraint> grammar;
   void validate() const;           // throws Error(invalid_argument)
 };
 
@@ -71,6 +75,7 @@ class Generation {
   const Tokenizer& tokenizer_;
   GenerationOptions options_;
   Sampler sampler_;
+  std::optional<TokenConstraint> constraint_;
   StreamDecoder decoder_;
   std::vector<TokenId> prompt_, generated_, history_;
   size_t fed_ = 0;

@@ -42,6 +42,10 @@ class Sampler {
   // Order, as Hugging Face: penalties -> temperature -> top_k -> top_p -> min_p -> draw.
   // `history` is every token the penalties count (prompt and generated so far).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // The same among the `allowed` tokens only (constrained decoding): bit (id % 64) of
+  // allowed[id / 64]; the others, and ids past the bitset, count as logits of -inf before every
+  // step above. An empty bitset allows every token.
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history, std::span<const uint64_t> allowed);
 
   // The tokens a draw would choose from, after every step above, with their renormalised
   // probabilities, best first (ties: lower id first). Greedy gives the argmax with prob 1.
@@ -52,7 +56,8 @@ class Sampler {
  private:
   // Fills kept_ (ids; best first when `best_first` or when top_k/top_p truncate) and work_ (their
   // renormalised probabilities, by id).
-  void filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first);
+  void filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first,
+              std::span<const uint64_t> allowed = {});
   void apply_penalties(std::span<const int32_t> history);
   bool penalizes() const;  // any of the three penalties on
 
@@ -67,6 +72,9 @@ class Sampler {
 // The id of the largest logit, the lowest id among equals (greedy decoding); 0 when none is above
 // -inf.
 int32_t argmax(std::span<const float> logits);
+
+// The same among the allowed tokens (a bitset as in Sampler::sample); 0 when none is allowed.
+int32_t allowed_argmax(std::span<const float> logits, std::span<const uint64_t> allowed);
 
 // The k most likely tokens of softmax(logits), best first (for --show-probs and logprobs).
 std::vector<TokenProb> top_probs(std::span<const float> logits, int k);

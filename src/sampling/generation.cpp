@@ -18,6 +18,13 @@ void GenerationOptions::validate() const {
     throw Error(ErrorKind::invalid_argument, "top_logprobs must be between 0 and 20, got " + std::to_string(top_logprobs));
   for (auto& s : stop)
     if (s.empty()) throw Error(ErrorKind::invalid_argument, "stop strings must not be empty");
+  if (grammar && !grammar->grammar) throw Error(ErrorKind::invalid_argument, "a grammar constraint needs a grammar");
+  if (grammar && eos.empty())
+    throw Error(ErrorKind::invalid_argument, "a grammar constraint needs an eos token to end the output with");
+  if (grammar)
+    for (TokenId id : grammar->end_tokens)
+      if (std::find(eos.begin(), eos.end(), id) == eos.end())
+        throw Error(ErrorKind::invalid_argument, "a grammar's end token " + std::to_string(id) + " is not an eos token");
 }
 
 std::vector<TokenId> eos_tokens(const std::filesystem::path& model_dir, const ModelConfig& config) {
@@ -53,6 +60,8 @@ Generation::Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vect
       prompt_(std::move(prompt)),
       history_(prompt_) {
   options_.validate();
+  if (options_.grammar)
+    constraint_.emplace(*options_.grammar, options_.grammar->end_tokens.empty() ? options_.eos : options_.grammar->end_tokens);
   if (prompt_.empty()) throw Error(ErrorKind::invalid_argument, "the prompt is empty");
   // The prompt and at least one generated token must fit.
   if (sequence_.length() + prompt_.size() + 1 > size_t(sequence_.max_context()))
@@ -75,7 +84,9 @@ std::optional<GeneratedToken> Generation::advance(int fed, std::span<const float
     if (fed_ < prompt_.size()) return std::nullopt;
   }
   GeneratedToken out;
-  out.id = sampler_.sample(logits, history_);
+  out.id = constraint_ ? sampler_.sample(logits, history_, constraint_->mask(logits.size()))
+                       : sampler_.sample(logits, history_);
+  if (constraint_) constraint_->accept(out.id);
   // Log-probabilities are reported against the model's own distribution (as OpenAI does).
   if (options_.logprobs) out.logprob = static_cast<float>(logits[out.id] - logsumexp(logits));
   if (options_.top_logprobs > 0) out.top = top_probs(logits, options_.top_logprobs);

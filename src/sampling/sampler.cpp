@@ -1,5 +1,6 @@
 // Sampler: penalties -> temperature -> top_k -> top_p -> min_p -> seeded draw, in Hugging Face's order.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -53,6 +54,38 @@ int32_t argmax(std::span<const float> logits) {
   return 0;  // no number above -inf (all -inf or NaN)
 }
 
+// The best allowed logit, the lowest id among equals; the first allowed id when none is above -inf.
+int32_t allowed_argmax(std::span<const float> logits, std::span<const uint64_t> allowed) {
+  float best = -std::numeric_limits<float>::infinity();
+  int32_t best_id = -1;
+  for (size_t w = 0; w < allowed.size() && w * 64 < logits.size(); ++w) {
+    const uint64_t all = allowed[w];
+    if (all == ~0ull && w * 64 + 64 <= logits.size()) {
+      // A whole word allowed: its maximum in independent lanes (vectorized), then its position.
+      const float* x = logits.data() + w * 64;
+      float lane[16];
+      std::copy_n(x, 16, lane);
+      for (size_t i = 16; i < 64; i += 16)
+        for (size_t j = 0; j < 16; ++j) lane[j] = lane[j] < x[i + j] ? x[i + j] : lane[j];
+      const float m = *std::max_element(lane, lane + 16);
+      if (best_id < 0 || m > best) {
+        best = m;
+        best_id = static_cast<int32_t>(w * 64 + size_t(std::find(x, x + 64, m) - x));
+      }
+      continue;
+    }
+    for (uint64_t bits = all; bits; bits &= bits - 1) {
+      const size_t i = w * 64 + size_t(std::countr_zero(bits));
+      if (i >= logits.size()) break;
+      if (best_id < 0 || logits[i] > best) {
+        best = logits[i];
+        best_id = static_cast<int32_t>(i);
+      }
+    }
+  }
+  return best_id < 0 ? 0 : best_id;
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
 
 bool Sampler::penalizes() const {
@@ -88,9 +121,25 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
   }
 }
 
-void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first) {
+void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first,
+                     std::span<const uint64_t> allowed) {
   check_logits(logits);
   work_.assign(logits.begin(), logits.end());
+  if (!allowed.empty()) {  // only the disallowed bits are visited: masks are mostly all-0 or all-1 words
+    constexpr float kNone = -std::numeric_limits<float>::infinity();
+    for (size_t w = 0; w * 64 < work_.size(); ++w) {
+      const size_t base = w * 64, end = std::min(work_.size(), base + 64);
+      const uint64_t bits = w < allowed.size() ? allowed[w] : 0;
+      if (bits == 0) {
+        std::fill(work_.begin() + long(base), work_.begin() + long(end), kNone);
+        continue;
+      }
+      for (uint64_t off = ~bits; off; off &= off - 1) {
+        const size_t i = base + size_t(std::countr_zero(off));
+        if (i < end) work_[i] = kNone;
+      }
+    }
+  }
   apply_penalties(history);
   kept_.clear();
   if (params_.temperature == 0.0f) {
@@ -180,19 +229,28 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::s
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  return sample(logits, history, {});
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history,
+                        std::span<const uint64_t> allowed) {
   if (params_.temperature == 0.0f && !penalizes()) {  // plain greedy: nothing to copy or change
     check_logits(logits);
-    return argmax(logits);
+    return allowed.empty() ? argmax(logits) : allowed_argmax(logits, allowed);
   }
-  filter(logits, history, false);
+  filter(logits, history, false, allowed);
   if (kept_.size() == 1) return kept_[0];
-  // Walk the kept tokens (best first when truncated, else by id); rounding leftovers fall to the last.
+  // Walk the kept tokens (best first when truncated, else by id); rounding leftovers fall to the
+  // last one with a weight (a masked token weighs 0 and is never drawn).
   double r = uniform(rng_);
+  int32_t last = kept_.back();
   for (int32_t id : kept_) {
+    if (work_[id] <= 0) continue;
     r -= work_[id];
+    last = id;
     if (r < 0) return id;
   }
-  return kept_.back();
+  return last;
 }
 
 std::vector<TokenProb> top_probs(std::span<const float> logits, int k) {

@@ -40,7 +40,29 @@ const cases = [
   ['n = 2', { ...chat, n: 2 }, 'n'],
   ['top_logprobs without logprobs', { ...chat, top_logprobs: 2 }, 'top_logprobs'],
   ['prompt too long', { ...chat, messages: [{ role: 'user', content: 'word '.repeat(100) }] }, 'messages'],
+  ['tool without a name', { ...chat, tools: [{ type: 'function', function: { parameters: {} } }] }, 'tools[0].function.name'],
+  ['tools not an array', { ...chat, tools: { type: 'function' } }, 'tools'],
+  ['tool_choice names an unknown function', { ...chat, tools: [{ type: 'function', function: { name: 'f' } }],
+                                              tool_choice: { type: 'function', function: { name: 'g' } } }, 'tool_choice'],
+  ['tool_choice required without tools', { ...chat, tool_choice: 'required' }, 'tool_choice'],
+  ['tool parameters with an unsupported keyword', { ...chat, tool_choice: 'required', tools: [{ type: 'function', function:
+      { name: 'f', parameters: { type: 'object', properties: { n: { type: 'number', multipleOf: 3 } } } } }] },
+   'tools[0].function.parameters'],
+  ['history call arguments not JSON', { ...chat, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null,
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{oops' } }] }] },
+   'messages[1].tool_calls[0].function.arguments'],
+  ['response_format unknown type', { ...chat, response_format: { type: 'yaml' } }, 'response_format.type'],
+  ['response_format schema keyword', { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x',
+      schema: { type: 'string', pattern: '^a+$' } } } }, 'response_format.json_schema.schema'],
+  ['response_format with ignore_eos', { ...chat, response_format: { type: 'json_object' }, ignore_eos: true }, 'ignore_eos'],
 ];
+
+test('an unsupported schema keyword is named in the message', async () => {
+  const r = await postJson(server.url, '/v1/chat/completions', { ...chat, response_format: { type: 'json_schema', json_schema:
+      { name: 'x', schema: { type: 'object', properties: { age: { type: 'integer', multipleOf: 5 } } } } } }, auth);
+  assertError(r, 400, 'response_format.json_schema.schema');
+  assert.match(r.json.error.message, /properties\.age: 'multipleOf' is not supported/);
+});
 
 for (const [name, body, param] of cases)
   test(`chat: ${name} -> 400`, async () => assertError(await postJson(server.url, '/v1/chat/completions', body, auth), 400, param));
@@ -96,6 +118,9 @@ test('fuzz: 500 mutated bodies, never a 5xx or a dropped connection, then /healt
     JSON.stringify({ model: 'q', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, temperature: 0, stream: false, stop: ['x'] }),
     JSON.stringify({ model: 'q', prompt: [1, 2, 3], max_tokens: 2, logprobs: 2, stream: true, stream_options: { include_usage: true } }),
     JSON.stringify({ model: 'q', messages: [{ role: 'system', content: 's' }, { role: 'user', content: [{ type: 'text', text: 't' }] }], max_tokens: 2, top_k: 20, enable_thinking: false }),
+    JSON.stringify({ model: 'q', messages: [{ role: 'user', content: 'j' }], max_tokens: 2, enable_thinking: false,
+                     response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties:
+                       { a: { type: 'integer' }, b: { enum: ['x', 2] } }, required: ['a'] } } } }),
   ];
   const statuses = {};
   for (let i = 0; i < 500; i += 10) {

@@ -12,6 +12,7 @@
 #include "qwen3/model.h"
 #include "qwen3/tokenizer.h"
 #include "server/api_error.h"
+#include "server/grammar_cache.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "qwen3/reasoning.h"
@@ -27,8 +28,10 @@ using nlohmann::json;
 struct Served {
   Tokenizer tokenizer = Tokenizer::load(test::tiny_model());
   ChatTemplate chat = ChatTemplate::load(test::tiny_model());
+  GrammarCache grammars{std::make_shared<const TokenVocabulary>(tokenizer)};
   ServedModel model;
   Served() {
+    model.grammars = &grammars;
     model.name = "qwen3-tiny";
     model.tokenizer = &tokenizer;
     model.chat = &chat;
@@ -42,6 +45,16 @@ struct Served {
 const Served& served() {
   static Served s;
   return s;
+}
+
+// The same model with room for a prompt that lists tools.
+const ServedModel& roomy() {
+  static ServedModel m = [] {
+    ServedModel copy = served().model;
+    copy.context = 1024;
+    return copy;
+  }();
+  return m;
 }
 
 ApiError error_of(Endpoint endpoint, const std::string& body) {
@@ -90,6 +103,137 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
   EXPECT_EQ(error_of(Endpoint::completion, R"({"prompt": [1, 2], "max_tokens": 1e30})").param, "max_tokens");
   auto too_long = error_of(Endpoint::completion, json({{"prompt", std::vector<int>(64, 5)}}).dump());
   EXPECT_EQ(too_long.code, "context_length_exceeded");
+}
+
+const std::string kMessages = R"("messages": [{"role": "user", "content": "weather?"}])";
+const std::string kTool = R"({"type": "function", "function": {"name": "get_weather", "description": "d",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})";
+
+ApiError chat_error(const std::string& fields) {
+  try {
+    parse_request(Endpoint::chat, "{" + kMessages + ", " + fields + "}", roomy());
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for " << fields;
+  return ApiError(0, "");
+}
+
+TEST(OpenAiRequest, ToolAndFormatErrorsNameTheField) {
+  EXPECT_EQ(chat_error(R"("tools": [{"type": "function", "function": {"parameters": {}}}])").param, "tools[0].function.name");
+  EXPECT_EQ(chat_error(R"("tools": [{"type": "function", "function": {"name": "has space"}}])").param, "tools[0].function.name");
+  EXPECT_EQ(chat_error(R"("tools": [{"type": "retrieval"}])").param, "tools[0].type");
+  EXPECT_EQ(chat_error(R"("tools": [)" + kTool + ", " + kTool + "]").param, "tools[1].function.name");
+  EXPECT_EQ(chat_error(R"("tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}])").param,
+            "tools[0].function.parameters");
+  auto unknown = chat_error(R"("tools": [)" + kTool + R"(], "tool_choice": {"type": "function", "function": {"name": "nope"}})");
+  EXPECT_EQ(unknown.param, "tool_choice");
+  EXPECT_NE(std::string(unknown.what()).find("'nope'"), std::string::npos);
+  EXPECT_EQ(chat_error(R"("tool_choice": "required")").param, "tool_choice");
+  EXPECT_EQ(chat_error(R"("tools": [)" + kTool + R"(], "tool_choice": "sometimes")").param, "tool_choice");
+  // A schema the grammar compiler refuses is a 400 naming the keyword, only where it is enforced.
+  const std::string min_tool = R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "properties": {"n": {"type": "integer", "multipleOf": 2}}}}})";
+  auto refused = chat_error(R"("tools": [)" + min_tool + R"(], "tool_choice": "required")");
+  EXPECT_EQ(refused.param, "tools[0].function.parameters");
+  EXPECT_NE(std::string(refused.what()).find("'multipleOf'"), std::string::npos);
+  EXPECT_NO_THROW(parse_request(Endpoint::chat, "{" + kMessages + R"(, "tools": [)" + min_tool + "]}", roomy()));
+
+  EXPECT_EQ(chat_error(R"("response_format": {"type": "xml"})").param, "response_format.type");
+  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_schema"})").param, "response_format.json_schema");
+  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}})").param,
+            "response_format.json_schema.name");
+  auto pattern = chat_error(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema":
+      {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}}}}})");
+  EXPECT_EQ(pattern.param, "response_format.json_schema.schema");
+  EXPECT_NE(std::string(pattern.what()).find("properties.id: 'pattern' is not supported"), std::string::npos);
+  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_object"}, "ignore_eos": true)").param, "ignore_eos");
+  EXPECT_EQ(error_of(Endpoint::completion, R"({"prompt": "x", "response_format": {"type": "json_object"}})").param, "response_format");
+
+  // Earlier calls in the history carry JSON object arguments.
+  const std::string history = R"("messages": [{"role": "user", "content": "w?"}, {"role": "assistant", "content": null,
+      "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Par"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])";
+  EXPECT_EQ(error_of(Endpoint::chat, "{" + history + "}").param, "messages[1].tool_calls[0].function.arguments");
+  EXPECT_NO_THROW(parse_request(Endpoint::chat, "{" + std::string(R"("messages": [{"role": "user", "content": "w?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name":
+      "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])") + "}",
+                                roomy()));
+}
+
+TEST(OpenAiRequest, ConstraintsAndToolChoice) {
+  auto parse = [](const std::string& fields) {
+    return parse_request(Endpoint::chat, "{" + kMessages + ", " + fields + "}", roomy());
+  };
+  using R = GrammarConstraint::Reasoning;
+  auto thinking = parse(R"("response_format": {"type": "json_object"})");
+  ASSERT_TRUE(thinking.options.grammar);
+  EXPECT_EQ(thinking.options.grammar->reasoning, R::optional);  // Qwen3 opens <think> itself
+  EXPECT_EQ(thinking.options.grammar->think_start, 151667);
+  EXPECT_EQ(thinking.options.grammar->think_end, 151668);
+  EXPECT_EQ(thinking.options.grammar->end_tokens, std::vector<TokenId>{151645});  // <|im_end|>, not <|endoftext|>
+  auto direct = parse(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+      "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}, "enable_thinking": false)");
+  ASSERT_TRUE(direct.options.grammar);
+  EXPECT_EQ(direct.options.grammar->reasoning, R::none);
+  EXPECT_FALSE(parse(R"("response_format": {"type": "text"})").options.grammar);
+  // The same schema again reuses the compiled grammar (and its filled cache).
+  auto again = parse(R"("response_format": {"type": "json_object"})");
+  EXPECT_EQ(again.options.grammar->grammar.get(), thinking.options.grammar->grammar.get());
+
+  auto automatic = parse(R"("tools": [)" + kTool + "]");
+  EXPECT_FALSE(automatic.options.grammar);
+  ASSERT_EQ(automatic.tools.size(), 1u);
+  EXPECT_EQ(automatic.tools[0].name, "get_weather");
+  auto none = parse(R"("tools": [)" + kTool + R"(], "tool_choice": "none")");
+  EXPECT_TRUE(none.tools.empty());
+  EXPECT_LT(none.prompt.size() + 50, automatic.prompt.size());  // the tools are not in the prompt
+  auto required = parse(R"("tools": [)" + kTool + R"(], "tool_choice": "required")");
+  EXPECT_TRUE(required.options.grammar);
+  auto named = parse(R"("tools": [)" + kTool + R"(], "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
+  EXPECT_TRUE(named.options.grammar);
+  auto single = parse(R"("tools": [)" + kTool + R"(], "parallel_tool_calls": false)");
+  EXPECT_TRUE(single.options.grammar);  // text, then at most one call
+}
+
+TEST(Reply, ToolCallsAfterThinking) {
+  ApiRequest request = parse_request(Endpoint::chat, "{" + kMessages + R"(, "tools": [)" + kTool + "]}", roomy());
+  Reply reply(request, served().tokenizer, "m");
+  std::vector<json> chunks;
+  for (std::string piece : {"<think>", "need weather</think>\n\n<tool", "_call>\n{\"name\": \"get_weather\", \"arguments\": ",
+                            "{\"city\": ", "\"Paris\"}}\n</tool_call>"})
+    for (auto& c : reply.on_token({1, 0, {}, piece})) chunks.push_back(c);
+  for (auto& c : reply.on_finish(FinishReason::eos, {5, 5})) chunks.push_back(c);
+  auto body = reply.body();
+  auto message = body["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "need weather");
+  EXPECT_TRUE(message["content"].is_null());
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  EXPECT_EQ(message["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], R"({"city": "Paris"})");
+  EXPECT_TRUE(message["tool_calls"][0]["id"].get<std::string>().starts_with("call_"));
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls");
+  // The stream: the call's header once (index, id, type, name), then argument pieces that join up.
+  std::string args;
+  int headers = 0;
+  for (auto& c : chunks) {
+    auto delta = c["choices"][0]["delta"];
+    EXPECT_FALSE(delta.contains("content") && delta["content"].get<std::string>().find('<') != std::string::npos) << delta;
+    if (!delta.contains("tool_calls")) continue;
+    for (auto& t : delta["tool_calls"]) {
+      EXPECT_EQ(t["index"], 0);
+      if (t.contains("id")) {
+        ++headers;
+        EXPECT_EQ(t["id"], message["tool_calls"][0]["id"]);
+        EXPECT_EQ(t["function"]["name"], "get_weather");
+      }
+      args += t["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(headers, 1);
+  EXPECT_EQ(args, R"({"city": "Paris"})");
+  EXPECT_EQ(chunks.back()["choices"][0]["finish_reason"], "tool_calls");
 }
 
 TEST(EosIds, GenerationConfigListPlusConfig) {

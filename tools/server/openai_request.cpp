@@ -2,6 +2,7 @@
 #include "server/openai_request.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -99,6 +100,125 @@ std::string content_text(const json& content, size_t index) {
   return text;
 }
 
+// An assistant message's earlier tool calls: each a function with a name and JSON object
+// arguments (a string, as OpenAI sends them, or an object), as the template prints them back.
+void check_tool_calls(const json& m, const std::string& param) {
+  auto calls = m.find("tool_calls");
+  if (calls == m.end() || calls->is_null()) return;
+  if (!calls->is_array()) throw ApiError(400, "'" + param + ".tool_calls' must be an array", param + ".tool_calls");
+  for (size_t j = 0; j < calls->size(); ++j) {
+    const json& call = (*calls)[j];
+    const std::string p = param + ".tool_calls[" + std::to_string(j) + "]";
+    if (!call.is_object()) throw ApiError(400, "'" + p + "' must be an object", p);
+    auto function = call.find("function");
+    if (function == call.end() || !function->is_object())
+      throw ApiError(400, "'" + p + ".function' must be an object with name and arguments", p + ".function");
+    auto name = function->find("name");
+    if (name == function->end() || !name->is_string())
+      throw ApiError(400, "'" + p + ".function.name' must be a string", p + ".function.name");
+    auto args = function->find("arguments");
+    const bool ok = args != function->end() &&
+                    (args->is_object() || (args->is_string() && json::parse(args->get<std::string>(), nullptr, false).is_object()));
+    if (!ok)
+      throw ApiError(400, "'" + p + ".function.arguments' must be a JSON object (as a string): " +
+                              (args == function->end() ? std::string("missing") : args->dump()), p + ".function.arguments");
+  }
+}
+
+bool function_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+}
+
+// "tools": [{"type": "function", "function": {"name", "description"?, "parameters"?}}].
+std::vector<ToolSpec> parse_tools(const json& body) {
+  auto tools = field(body, "tools", &json::is_array, "an array");
+  if (!tools) return {};
+  std::vector<ToolSpec> out;
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const json& t = (*tools)[i];
+    const std::string p = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object()) throw ApiError(400, "'" + p + "' must be an object", p);
+    if (t.value("type", json()) != "function") throw ApiError(400, "'" + p + ".type' must be \"function\"", p + ".type");
+    auto f = t.find("function");
+    if (f == t.end() || !f->is_object()) throw ApiError(400, "'" + p + ".function' must be an object", p + ".function");
+    auto name = f->find("name");
+    if (name == f->end() || !name->is_string() || !function_name(name->get<std::string>()))
+      throw ApiError(400, "'" + p + ".function.name' must be 1 to 64 letters, digits, '_' or '-'", p + ".function.name");
+    for (auto& known : out)
+      if (known.name == name->get<std::string>())
+        throw ApiError(400, "'" + p + ".function.name': '" + known.name + "' is declared twice", p + ".function.name");
+    json parameters = nullptr;
+    if (auto params = f->find("parameters"); params != f->end() && !params->is_null()) {
+      if (!params->is_object()) throw ApiError(400, "'" + p + ".function.parameters' must be a JSON Schema object", p + ".function.parameters");
+      parameters = *params;
+    }
+    out.push_back({name->get<std::string>(), std::move(parameters)});
+  }
+  return out;
+}
+
+struct ToolChoice {
+  enum class Kind { none, automatic, required, named } kind;
+  std::string name;
+};
+
+ToolChoice parse_tool_choice(const json& body, const std::vector<ToolSpec>& tools) {
+  ToolChoice choice{tools.empty() ? ToolChoice::Kind::none : ToolChoice::Kind::automatic, ""};
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return choice;
+  const char* expected = "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (it->is_string()) {
+    const std::string v = it->get<std::string>();
+    if (v == "none") choice.kind = ToolChoice::Kind::none;
+    else if (v == "auto") choice.kind = tools.empty() ? ToolChoice::Kind::none : ToolChoice::Kind::automatic;
+    else if (v == "required") choice.kind = ToolChoice::Kind::required;
+    else throw ApiError(400, expected, "tool_choice");
+  } else if (it->is_object() && it->value("type", json()) == "function" && it->contains("function") &&
+             (*it)["function"].is_object() && (*it)["function"].contains("name") && (*it)["function"]["name"].is_string()) {
+    choice.kind = ToolChoice::Kind::named;
+    choice.name = (*it)["function"]["name"].get<std::string>();
+  } else {
+    throw ApiError(400, expected, "tool_choice");
+  }
+  if ((choice.kind == ToolChoice::Kind::required || choice.kind == ToolChoice::Kind::named) && tools.empty())
+    throw ApiError(400, "'tool_choice' requires 'tools'", "tool_choice");
+  if (choice.kind == ToolChoice::Kind::named &&
+      std::none_of(tools.begin(), tools.end(), [&](auto& t) { return t.name == choice.name; }))
+    throw ApiError(400, "'tool_choice' names function '" + choice.name + "', which is not in 'tools'", "tool_choice");
+  return choice;
+}
+
+// "response_format": the rule of the value it asks for, added to `g`, or "" for plain text.
+std::string parse_response_format(const json& body, JsonSchemaGrammar& g) {
+  auto format = field(body, "response_format", &json::is_object, "an object");
+  if (!format) return "";
+  auto type = format->find("type");
+  if (type == format->end() || !type->is_string())
+    throw ApiError(400, "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"", "response_format.type");
+  if (*type == "text") return "";
+  if (*type == "json_object") return g.add(json{{"type", "object"}}, "format");
+  if (*type != "json_schema")
+    throw ApiError(400, "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"", "response_format.type");
+  auto spec = format->find("json_schema");
+  if (spec == format->end() || !spec->is_object())
+    throw ApiError(400, "'response_format.json_schema' must be an object {name, schema, strict}", "response_format.json_schema");
+  auto name = spec->find("name");
+  if (name == spec->end() || !name->is_string() || !function_name(name->get<std::string>()))
+    throw ApiError(400, "'response_format.json_schema.name' must be 1 to 64 letters, digits, '_' or '-'",
+                   "response_format.json_schema.name");
+  if (auto strict = spec->find("strict"); strict != spec->end() && !strict->is_null() && !strict->is_boolean())
+    throw ApiError(400, "'response_format.json_schema.strict' must be a boolean", "response_format.json_schema.strict");
+  auto schema = spec->find("schema");
+  if (schema == spec->end() || !schema->is_object())
+    throw ApiError(400, "'response_format.json_schema.schema' must be a JSON Schema object", "response_format.json_schema.schema");
+  try {
+    return g.add(*schema, "format");
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("'response_format.json_schema.schema': ") + e.what(), "response_format.json_schema.schema");
+  }
+}
+
 // Checks roles and content types; returns messages the template can render (string contents).
 json normalize_messages(const json& body) {
   auto it = body.find("messages");
@@ -129,6 +249,7 @@ json normalize_messages(const json& body) {
     }
     if (n.contains("reasoning_content") && !n["reasoning_content"].is_null() && !n["reasoning_content"].is_string())
       throw ApiError(400, "'" + param + ".reasoning_content' must be a string", param + ".reasoning_content");
+    check_tool_calls(m, param);
     out.push_back(std::move(n));
   }
   return out;
@@ -175,6 +296,56 @@ void parse_logprobs(Endpoint endpoint, const json& body, ApiRequest& r) {
   r.tokens_as_ids = boolean(body, "return_tokens_as_token_ids").value_or(false);
 }
 
+// The grammar of a chat reply: the response_format's value, forced tool calls, or either (tools
+// on "auto" beside a response_format); with reasoning first when the model thinks.
+void constrain(ApiRequest& r, const ServedModel& model, JsonSchemaGrammar& g, const std::string& format,
+               const ToolChoice& choice, bool parallel) {
+  using Kind = ToolChoice::Kind;
+  const char* param = format.empty() ? "tool_choice" : "response_format";
+  std::string root;
+  try {
+    if (choice.kind == Kind::required) {
+      root = "lead-ws " + tool_call_rule(model.tool_syntax, r.tools, parallel, g);
+    } else if (choice.kind == Kind::named) {
+      std::vector<ToolSpec> one;
+      for (auto& t : r.tools)
+        if (t.name == choice.name) one.push_back(t);
+      root = "lead-ws " + tool_call_rule(model.tool_syntax, one, false, g);
+    } else if (choice.kind == Kind::automatic && (!format.empty() || !parallel)) {
+      // Either the asked-for value or calls; without a format, text then at most one call.
+      const std::string calls = tool_call_rule(model.tool_syntax, r.tools, parallel, g);
+      root = format.empty() ? g.add_rule("free-text", ".*") + " " + calls + "?" : "lead-ws ( " + format + " | " + calls + " )";
+    } else if (!format.empty()) {
+      root = "lead-ws " + format;
+    }
+  } catch (const Error& e) {  // a parameters schema: "tools[i].function.parameters: ..."
+    const std::string message = e.what();
+    const size_t colon = message.find(": ");
+    throw ApiError(400, message, message.starts_with("tools[") && colon != std::string::npos ? message.substr(0, colon) : "tools");
+  }
+  if (root.empty()) return;
+  g.common("lead-ws");
+  if (r.options.eos.empty())
+    throw ApiError(400, "'ignore_eos' cannot be combined with a constrained reply (response_format, tool_choice): the "
+                        "grammar ends it with the end-of-turn token", "ignore_eos");
+  if (!model.grammars) throw ApiError(400, "constrained output is not available on this server", param);
+  GrammarConstraint constraint;
+  try {
+    constraint.grammar = model.grammars->get(g.text(root));
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), param);
+  }
+  const auto& vocabulary = model.grammars->vocabulary();
+  constraint.think_start = vocabulary.added_token("<think>");
+  constraint.think_end = vocabulary.added_token("</think>");
+  // A complete reply ends its turn: <|im_end|> alone when it is an eos token (not <|endoftext|>).
+  const TokenId im_end = vocabulary.added_token("<|im_end|>");
+  if (std::find(r.options.eos.begin(), r.options.eos.end(), im_end) != r.options.eos.end()) constraint.end_tokens = {im_end};
+  using R = GrammarConstraint::Reasoning;
+  constraint.reasoning = !r.thinking ? R::none : r.thinking_opened ? R::open : R::optional;
+  r.options.grammar = std::move(constraint);
+}
+
 ApiRequest parse_body(Endpoint endpoint, const json& body, const ServedModel& model) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object");
   ApiRequest r;
@@ -194,11 +365,25 @@ ApiRequest parse_body(Endpoint endpoint, const json& body, const ServedModel& mo
   if (endpoint == Endpoint::chat) {
     ChatOptions chat;
     chat.enable_thinking = thinking_enabled(body);
-    if (auto tools = field(body, "tools", &json::is_array, "an array")) chat.tools = *tools;
+    const std::vector<ToolSpec> tools = parse_tools(body);
+    const ToolChoice choice = parse_tool_choice(body, tools);
+    const bool parallel = boolean(body, "parallel_tool_calls").value_or(true);
+    JsonSchemaGrammar g;
+    const std::string format = parse_response_format(body, g);
+    // tool_choice "none": the model is not shown the tools, and nothing is parsed as a call.
+    if (choice.kind != ToolChoice::Kind::none) {
+      chat.tools = body["tools"];
+      r.tools = tools;
+      r.tool_syntax = model.tool_syntax;
+    }
     r.prompt = encode_chat(*model.chat, *model.tokenizer, normalize_messages(body), chat);
     r.thinking = chat.enable_thinking;
     r.thinking_opened = model.tokenizer->decode(r.prompt).ends_with("<think>\n");
+    constrain(r, model, g, format, choice, parallel);
   } else {
+    for (const char* key : {"response_format", "tools", "tool_choice"})
+      if (body.contains(key) && !body[key].is_null())
+        throw ApiError(400, std::string("'") + key + "' is only supported by /v1/chat/completions", key);
     r.prompt = completion_prompt(body, model);
   }
   const char* prompt_param = endpoint == Endpoint::chat ? "messages" : "prompt";

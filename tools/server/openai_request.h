@@ -8,8 +8,11 @@
 
 #include "qwen3/chat.h"
 #include "qwen3/generation.h"
+#include "qwen3/grammar.h"
 #include "qwen3/model.h"
 #include "qwen3/tokenizer.h"
+#include "server/grammar_cache.h"
+#include "server/tool_calls.h"
 
 namespace qwen3::server {
 
@@ -24,6 +27,8 @@ struct ServedModel {
   std::vector<TokenId> eos;  // generation_config.json and config.json
   int context = 0;           // tokens per sequence (--ctx)
   int vocab_size = 0;        // rows of the embedding: the valid prompt ids
+  ToolSyntax tool_syntax = ToolSyntax::json;  // how the chat template writes tool calls
+  GrammarCache* grammars = nullptr;           // compiled grammars (response_format, tool_choice)
 };
 
 struct ApiRequest {
@@ -35,6 +40,10 @@ struct ApiRequest {
   bool tokens_as_ids = false;    // vLLM's return_tokens_as_token_ids: logprob tokens as "token_id:N"
   bool thinking = false;         // chat: the <think> text goes to reasoning_content
   bool thinking_opened = false;  // chat: the prompt itself opened the <think> block
+  // chat: the declared tools whose calls are parsed out of the reply (tools given, tool_choice
+  // not "none"); empty: no parsing.
+  std::vector<ToolSpec> tools;
+  ToolSyntax tool_syntax = ToolSyntax::json;
 };
 
 // Throws ApiError (400) naming the offending field.

@@ -33,6 +33,7 @@ Reply::Reply(const ApiRequest& request, const Tokenizer& tokenizer, std::string 
       id_(random_id(request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-")),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
       splitter_(request.endpoint == Endpoint::chat && request.thinking, request.thinking_opened) {
+  if (request.endpoint == Endpoint::chat && !request.tools.empty()) tool_parser_.emplace(request.tool_syntax, request.tools);
   if (request.endpoint == Endpoint::chat)
     logprobs_ = {{"content", json::array()}};
   else
@@ -55,15 +56,65 @@ std::vector<json> Reply::start() {
   return {chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}})};
 }
 
-json Reply::text_choice(const ThinkSplitter::Piece& piece, json logprobs) const {
+Reply::Delta Reply::take(const ThinkSplitter::Piece& piece, bool final) {
+  Delta d;
+  d.reasoning = piece.reasoning;
+  reasoning_ += piece.reasoning;
+  if (!tool_parser_) {
+    d.content = piece.content;
+    content_ += piece.content;
+    return d;
+  }
+  apply(tool_parser_->push(piece.content), d);
+  if (final) apply(tool_parser_->finish(), d);
+  return d;
+}
+
+// Parser events -> the reply's content and calls, and OpenAI's stream deltas: a call's index,
+// id, type and name first, then its arguments in pieces.
+void Reply::apply(const std::vector<ToolEvent>& events, Delta& d) {
+  for (auto& e : events) {
+    switch (e.kind) {
+      case ToolEvent::Kind::content:
+        d.content += e.text;
+        content_ += e.text;
+        break;
+      case ToolEvent::Kind::call:
+        calls_.push_back({random_id("call_"), e.text, ""});
+        d.tool_calls.push_back({{"index", e.index},
+                                {"id", calls_.back().id},
+                                {"type", "function"},
+                                {"function", {{"name", e.text}, {"arguments", ""}}}});
+        break;
+      case ToolEvent::Kind::arguments:
+        calls_[e.index].arguments += e.text;
+        if (!d.tool_calls.empty() && d.tool_calls.back()["index"] == e.index) {
+          auto& args = d.tool_calls.back()["function"]["arguments"];
+          args = args.get<std::string>() + e.text;
+        } else {
+          d.tool_calls.push_back({{"index", e.index}, {"function", {{"arguments", e.text}}}});
+        }
+        break;
+    }
+  }
+}
+
+const char* Reply::finish_reason() const {
+  // OpenAI: a reply that ends in calls (not cut off by max_tokens) says "tool_calls".
+  if (!calls_.empty() && finish_ != FinishReason::length) return "tool_calls";
+  return finish_reason_name(finish_);
+}
+
+json Reply::delta_choice(const Delta& d, json logprobs) const {
   json choice = {{"index", 0}, {"logprobs", std::move(logprobs)}, {"finish_reason", nullptr}};
   if (request_.endpoint == Endpoint::chat) {
     json delta = json::object();
-    if (!piece.reasoning.empty()) delta["reasoning_content"] = piece.reasoning;
-    if (!piece.content.empty()) delta["content"] = piece.content;
+    if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+    if (!d.content.empty()) delta["content"] = d.content;
+    if (!d.tool_calls.empty()) delta["tool_calls"] = d.tool_calls;
     choice["delta"] = std::move(delta);
   } else {
-    choice["text"] = piece.content;
+    choice["text"] = d.content;
   }
   return choice;
 }
@@ -96,21 +147,16 @@ json Reply::logprob_entry(const GeneratedToken& token) {
 
 std::vector<json> Reply::on_token(const GeneratedToken& token) {
   json logprobs = request_.options.logprobs ? logprob_entry(token) : json(nullptr);
-  auto piece = splitter_.push(token.text);
-  content_ += piece.content;
-  reasoning_ += piece.reasoning;
-  if (piece.content.empty() && piece.reasoning.empty() && logprobs.is_null()) return {};
-  return {chunk(text_choice(piece, std::move(logprobs)))};
+  const Delta d = take(splitter_.push(token.text), false);
+  if (d.empty() && logprobs.is_null()) return {};
+  return {chunk(delta_choice(d, std::move(logprobs)))};
 }
 
 std::vector<json> Reply::on_finish(FinishReason reason, Usage usage) {
   finish_ = reason;
   usage_ = usage;
-  auto piece = splitter_.finish();
-  content_ += piece.content;
-  reasoning_ += piece.reasoning;
-  json last = text_choice(piece, nullptr);
-  last["finish_reason"] = finish_reason_name(reason);
+  json last = delta_choice(take(splitter_.finish(), true), nullptr);
+  last["finish_reason"] = finish_reason();
   std::vector<json> out{chunk(std::move(last))};
   if (request_.include_usage) {
     json u = chunk(nullptr);
@@ -128,10 +174,17 @@ json Reply::usage_json() const {
 }
 
 json Reply::body() const {
-  json choice = {{"index", 0}, {"logprobs", request_.options.logprobs ? logprobs_ : json(nullptr)}, {"finish_reason", finish_reason_name(finish_)}};
+  json choice = {{"index", 0}, {"logprobs", request_.options.logprobs ? logprobs_ : json(nullptr)}, {"finish_reason", finish_reason()}};
   if (request_.endpoint == Endpoint::chat) {
-    json message = {{"role", "assistant"}, {"content", content_}};
+    // OpenAI: content null when the reply is only calls.
+    json message = {{"role", "assistant"}, {"content", calls_.empty() || !content_.empty() ? json(content_) : json(nullptr)}};
     if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
+    if (!calls_.empty()) {
+      json calls = json::array();
+      for (auto& c : calls_)
+        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      message["tool_calls"] = std::move(calls);
+    }
     choice["message"] = std::move(message);
   } else {
     choice["text"] = content_;

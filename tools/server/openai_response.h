@@ -6,10 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "qwen3/generation.h"
+#include "qwen3/reasoning.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
-#include "qwen3/reasoning.h"
+#include "server/tool_calls.h"
 
 namespace qwen3::server {
 
@@ -29,8 +32,17 @@ class Reply {
   nlohmann::json body() const;  // the whole non-streaming response, after on_finish
 
  private:
+  // What one step adds to the reply: reasoning, content, and tool-call deltas.
+  struct Delta {
+    std::string reasoning, content;
+    nlohmann::json tool_calls = nlohmann::json::array();
+    bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
+  };
+  Delta take(const ThinkSplitter::Piece& piece, bool final);
+  void apply(const std::vector<ToolEvent>& events, Delta& delta);
+  const char* finish_reason() const;
   nlohmann::json chunk(nlohmann::json choice) const;
-  nlohmann::json text_choice(const ThinkSplitter::Piece& piece, nlohmann::json logprobs) const;
+  nlohmann::json delta_choice(const Delta& delta, nlohmann::json logprobs) const;
   nlohmann::json logprob_entry(const GeneratedToken& token);  // and appends it to the totals
   nlohmann::json usage_json() const;
 
@@ -39,7 +51,12 @@ class Reply {
   std::string model_, id_;
   int64_t created_;
   ThinkSplitter splitter_;
+  std::optional<ToolCallParser> tool_parser_;  // chat with tools: calls come out of the content
   std::string content_, reasoning_;
+  struct Call {
+    std::string id, name, arguments;
+  };
+  std::vector<Call> calls_;
   nlohmann::json logprobs_;  // accumulated in the endpoint's own logprobs shape
   size_t text_offset_ = 0;   // completions' text_offset of the next token
   FinishReason finish_ = FinishReason::none;

@@ -50,6 +50,7 @@ struct Scheduler::Active {
   Sequence sequence;
   Generation generation;
   bool first_token = true;
+  bool failed = false;
 
   void finish(Metrics& metrics) {
     metrics.finished(generation.prompt_tokens(), generation.completion_tokens());
@@ -115,7 +116,15 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   int generated = 0;
   for (size_t i = 0; i < active.size(); ++i) {
     Active& a = *active[i];
-    auto token = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits_[i]);
+    std::optional<GeneratedToken> token;
+    try {
+      token = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits_[i]);
+    } catch (const std::exception& e) {  // this request alone fails (a grammar no token can continue)
+      a.generation.cancel();
+      a.job->finish(FinishReason::none, a.generation.prompt_tokens(), a.generation.completion_tokens(), e.what());
+      a.failed = true;
+      continue;
+    }
     if (!token) continue;
     ++generated;
     if (a.first_token) {
@@ -125,7 +134,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
     a.job->push(std::move(*token));
     if (a.generation.done()) a.finish(metrics_);
   }
-  std::erase_if(active, [](auto& a) { return a->generation.done(); });
+  std::erase_if(active, [](auto& a) { return a->generation.done() || a->failed; });
   metrics_.generated(generated);
 }
 

@@ -7,9 +7,11 @@
 #include "qwen3/chat.h"
 #include "cli/model_path.h"
 #include "qwen3/generation.h"
+#include "qwen3/grammar.h"
 #include "qwen3/model.h"
 #include "qwen3/sampler.h"
 #include "qwen3/tokenizer.h"
+#include "server/grammar_cache.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -55,6 +57,10 @@ void add_serve_command(CLI::App& app) {
     served.eos = eos_tokens(dir, model->config());
     served.context = std::min(args->ctx, model->config().max_position_embeddings);
     served.vocab_size = model->config().vocab_size;
+    // Each token's bytes once, for the masks of constrained replies (~0.2 s at start).
+    server::GrammarCache grammars(std::make_shared<const TokenVocabulary>(tokenizer));
+    served.grammars = &grammars;
+    served.tool_syntax = server::tool_syntax_of(dir);
     args->scheduler.context = served.context;
     // Each streaming client holds a connection thread; waiting ones and a few spare too.
     args->http.threads = args->scheduler.max_seqs + static_cast<int>(args->scheduler.max_queue) + 16;
