@@ -31,7 +31,8 @@ std::shared_ptr<const qwen3::TokenVocabulary> vocabulary() {
 }
 
 const std::string& schema_grammar() {
-  static const std::string g = qwen3::json_schema_grammar(nlohmann::ordered_json::parse(R"({"type": "object",
+  static const std::string g =
+      qwen3::json_schema_grammar(nlohmann::ordered_json::parse(R"({"type": "object",
       "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "tags": {"type": "array",
       "items": {"enum": ["a", "b"]}}, "address": {"type": "object", "properties": {"city": {"type": "string"}},
       "required": ["city"]}}, "required": ["name", "age", "tags", "address"], "additionalProperties": false})"));
@@ -40,7 +41,8 @@ const std::string& schema_grammar() {
 
 // A matcher of `grammar` after `prefix`, its cache filled by one mask.
 qwen3::GrammarMatcher at(const std::string& grammar, const std::string& prefix) {
-  auto g = std::make_shared<const qwen3::TokenGrammar>(qwen3::Grammar::parse(grammar), vocabulary());
+  auto g =
+      std::make_shared<const qwen3::TokenGrammar>(qwen3::Grammar::parse(grammar), vocabulary());
   qwen3::GrammarMatcher m(g, {151645});
   if (!m.accept_bytes(prefix)) throw std::runtime_error("bad prefix " + prefix);
   return m;
@@ -60,15 +62,22 @@ void run_mask(benchmark::State& state, const std::string& grammar, const std::st
 }
 
 // Inside a string value: nearly every token allowed, a few hundred leave the string part-way.
-void BM_MaskInString(benchmark::State& state) { run_mask(state, schema_grammar(), R"({"name": "Ada Lov)"); }
+void BM_MaskInString(benchmark::State& state) {
+  run_mask(state, schema_grammar(), R"({"name": "Ada Lov)");
+}
 // After a property: whitespace, the comma and the next key's start.
-void BM_MaskAfterValue(benchmark::State& state) { run_mask(state, schema_grammar(), R"({"name": "Ada", "age": 36)"); }
+void BM_MaskAfterValue(benchmark::State& state) {
+  run_mask(state, schema_grammar(), R"({"name": "Ada", "age": 36)");
+}
 // Inside a nested object's string, three rules deep.
 void BM_MaskNestedString(benchmark::State& state) {
-  run_mask(state, schema_grammar(), R"({"name": "A", "age": 3, "tags": ["a"], "address": {"city": "Lon)");
+  run_mask(state, schema_grammar(),
+           R"({"name": "A", "age": 3, "tags": ["a"], "address": {"city": "Lon)");
 }
 // json_object: a value of any type, where objects and arrays are rule references.
-void BM_MaskAnyValue(benchmark::State& state) { run_mask(state, qwen3::json_object_grammar(), R"({"k": [1, {"x": )"); }
+void BM_MaskAnyValue(benchmark::State& state) {
+  run_mask(state, qwen3::json_object_grammar(), R"({"k": [1, {"x": )");
+}
 
 // The first mask in a state: one walk of the vocabulary trie (333009 nodes), then cached.
 void BM_MaskFirstVisitInString(benchmark::State& state) {
@@ -118,7 +127,8 @@ void run_constrained(benchmark::State& state, const qwen3::SamplingParams& param
   const auto logits = random_logits();
   qwen3::Sampler sampler(params);
   // String content that never closes, so every step is in the same (cached) state.
-  auto grammar = std::make_shared<const qwen3::TokenGrammar>(qwen3::Grammar::parse(R"(root ::= [^"\\]*)"), vocabulary());
+  auto grammar = std::make_shared<const qwen3::TokenGrammar>(
+      qwen3::Grammar::parse(R"(root ::= [^"\\]*)"), vocabulary());
   const qwen3::GrammarConstraint c{grammar, qwen3::GrammarConstraint::Reasoning::none, -1, -1};
   auto constraint = std::make_unique<qwen3::TokenConstraint>(c, std::vector<TokenId>{151645});
   for (auto _ : state) {
@@ -147,17 +157,21 @@ void run_decode(benchmark::State& state, bool constrained) {
   }
   static const auto model = qwen3::Model::load(dir);
   static const auto model_tokenizer = qwen3::Tokenizer::load(dir);
-  static const auto model_vocabulary = std::make_shared<const qwen3::TokenVocabulary>(model_tokenizer);
+  static const auto model_vocabulary =
+      std::make_shared<const qwen3::TokenVocabulary>(model_tokenizer);
   qwen3::GenerationOptions options;
   options.sampling = qwen3_defaults();
   options.max_tokens = 1 << 20;
   options.eos = {151645};
   if (constrained) {
-    auto grammar = std::make_shared<const qwen3::TokenGrammar>(qwen3::Grammar::parse(R"(root ::= [^"\\]*)"), model_vocabulary);
-    options.grammar = qwen3::GrammarConstraint{grammar, qwen3::GrammarConstraint::Reasoning::none, -1, -1};
+    auto grammar = std::make_shared<const qwen3::TokenGrammar>(
+        qwen3::Grammar::parse(R"(root ::= [^"\\]*)"), model_vocabulary);
+    options.grammar =
+        qwen3::GrammarConstraint{grammar, qwen3::GrammarConstraint::Reasoning::none, -1, -1};
   }
   qwen3::Sequence sequence(*model, 4096);
-  qwen3::Generation g(sequence, model_tokenizer, model_tokenizer.encode("The capital of France is"), options);
+  qwen3::Generation g(sequence, model_tokenizer, model_tokenizer.encode("The capital of France is"),
+                      options);
   std::vector<std::vector<float>> logits;
   auto step = [&] {
     auto input = g.next_input();
@@ -167,7 +181,8 @@ void run_decode(benchmark::State& state, bool constrained) {
   };
   step();  // the prompt and the first sampled token
   for (auto _ : state) step();
-  state.counters["tok/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_DecodeFree(benchmark::State& state) { run_decode(state, false); }

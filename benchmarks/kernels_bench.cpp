@@ -31,15 +31,20 @@ void BM_Matmul(benchmark::State& state) {
   std::vector<uint16_t> w(size_t(N) * K);
   for (auto& v : w) v = f32_to_bf16(std::uniform_real_distribution<float>(-1, 1)(rng));
   std::vector<float> x(size_t(T) * K, 0.5f), y(size_t(T) * N);
-  io::Buffer<float> xb(kt->prepared_floats(T, K));  // aligned as the runtime's: the tiles' x loads split no cache lines
+  io::Buffer<float> xb(kt->prepared_floats(
+      T, K));  // aligned as the runtime's: the tiles' x loads split no cache lines
   for (auto _ : state) {
-    kt->prepare_x[int(DType::bf16)](x.data(), T, K, 0, T, xb.data());  // x need not be rotated: all 0.5
-    kt->matmul[int(DType::bf16)](xb.data(), T, K, w.data(), kt->lead[int(DType::bf16)](w.data(), K), 0, N, y.data(), N);
+    kt->prepare_x[int(DType::bf16)](x.data(), T, K, 0, T,
+                                    xb.data());  // x need not be rotated: all 0.5
+    kt->matmul[int(DType::bf16)](xb.data(), T, K, w.data(), kt->lead[int(DType::bf16)](w.data(), K),
+                                 0, N, y.data(), N);
     benchmark::DoNotOptimize(y.data());
   }
   state.SetLabel(kt->name);
   state.SetBytesProcessed(int64_t(state.iterations()) * N * K * 2);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate,
+                         benchmark::Counter::kIs1000);
 }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
@@ -62,7 +67,9 @@ BENCHMARK(BM_Matmul)->Apply(MatmulArgs)->Unit(benchmark::kMicrosecond);
 // The KV cache dtype of an attention benchmark's argument (0 f32, 1 f16, 2 bf16), and a
 // one-thread runtime whose kernels attend over it (bf16: AVX512_BF16's, with bf16 activations);
 // null where the CPU has none.
-DType cache_dtype(int64_t arg) { return arg == 2 ? DType::bf16 : arg == 1 ? DType::f16 : DType::f32; }
+DType cache_dtype(int64_t arg) {
+  return arg == 2 ? DType::bf16 : arg == 1 ? DType::f16 : DType::f32;
+}
 RuntimePtr attention_runtime(DType kv) {
   if (kv == DType::bf16 && !cpu_supports("avx512-bf16")) return nullptr;
   return make_runtime("auto", 1, kv == DType::bf16 ? "bf16" : "f32");
@@ -78,9 +85,13 @@ void BM_Attention(benchmark::State& state) {
   const size_t bytes = row_bytes(kv, size_t(P) * Hkv * Dh);
   std::vector<float> q(H * Dh, 0.1f), out(H * Dh);
   std::vector<uint8_t> k(bytes), v(bytes);  // zeros in any dtype
-  std::vector<float> new_k(Hkv * Dh, 0.2f), new_v(Hkv * Dh, 0.3f);  // the token's own, appended at P - 1
+  std::vector<float> new_k(Hkv * Dh, 0.2f),
+      new_v(Hkv * Dh, 0.3f);  // the token's own, appended at P - 1
   for (auto _ : state) {
-    attention(*rt, std::vector<AttentionItem>{{q.data(), new_k.data(), new_v.data(), 1, P - 1, k.data(), v.data(), kv, P, out.data()}}, H, Hkv, Dh);
+    attention(*rt,
+              std::vector<AttentionItem>{{q.data(), new_k.data(), new_v.data(), 1, P - 1, k.data(),
+                                          v.data(), kv, P, out.data()}},
+              H, Hkv, Dh);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * bytes * 2);
@@ -95,17 +106,24 @@ void BM_AttentionPrompt(benchmark::State& state) {
   auto rt = attention_runtime(kv);
   if (!rt) return state.SkipWithError("no AVX512_BF16 on this CPU");
   std::mt19937 rng(1);
-  std::vector<float> q(size_t(n) * H * Dh), k(size_t(n) * Hkv * Dh), v(size_t(n) * Hkv * Dh), out(size_t(n) * H * Dh);
-  std::vector<float> cache_k(k.size()), cache_v(v.size());  // the prompt's keys and values go here (room for f32)
+  std::vector<float> q(size_t(n) * H * Dh), k(size_t(n) * Hkv * Dh), v(size_t(n) * Hkv * Dh),
+      out(size_t(n) * H * Dh);
+  std::vector<float> cache_k(k.size()),
+      cache_v(v.size());  // the prompt's keys and values go here (room for f32)
   for (auto* a : {&q, &k, &v})
     for (auto& x : *a) x = std::uniform_real_distribution<float>(-1, 1)(rng);
   for (auto _ : state) {
-    attention(*rt, std::vector<AttentionItem>{{q.data(), k.data(), v.data(), n, 0, cache_k.data(), cache_v.data(), kv, n, out.data()}}, H, Hkv, Dh);
+    attention(*rt,
+              std::vector<AttentionItem>{{q.data(), k.data(), v.data(), n, 0, cache_k.data(),
+                                          cache_v.data(), kv, n, out.data()}},
+              H, Hkv, Dh);
     benchmark::DoNotOptimize(out.data());
   }
-  // Causal: about half the n x n scores, each a 128-long dot product, and as many multiply-adds of values.
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 2 * H * Dh * n * (n + 1) / 2.0 * state.iterations(),
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  // Causal: about half the n x n scores, each a 128-long dot product, and as many multiply-adds of
+  // values.
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * 2 * H * Dh * n * (n + 1) / 2.0 * state.iterations(),
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_AttentionPrompt)->ArgsProduct({{128, 512}, {0, 2}})->Unit(benchmark::kMicrosecond);
 
@@ -169,7 +187,9 @@ void BM_MatmulThreaded(benchmark::State& state) {
   }
   state.SetLabel(dtype_name(dtype));
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate,
+                         benchmark::Counter::kIs1000);
 }
 constexpr int kBf16 = int(DType::bf16), kQ8 = int(DType::q8_0), kQ4 = int(DType::q4_0);
 BENCHMARK(BM_MatmulThreaded)
@@ -193,7 +213,8 @@ void BM_DecodeProducts(benchmark::State& state) {
   const int T = state.range(0);
   const DType dtype = static_cast<DType>(state.range(1));
   std::vector<Shape> shapes;
-  for (int l = 0; l < 28; ++l) shapes.insert(shapes.end(), {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}});
+  for (int l = 0; l < 28; ++l)
+    shapes.insert(shapes.end(), {{4096, 1024}, {1024, 2048}, {6144, 1024}, {1024, 3072}});
   shapes.push_back({151936, 1024});
   auto rt = make_runtime("auto", 2);
   const io::HugePageBuffer w = weights_of(*rt, dtype, shapes);
@@ -214,13 +235,15 @@ void BM_DecodeProducts(benchmark::State& state) {
     state.ResumeTiming();
     for (const Matrix& m : matrices) matmul(*rt, x.data(), T, m, y.data());
     benchmark::DoNotOptimize(y.data());
-    shares.push_back(std::chrono::duration<double>(r1 - r0) / std::chrono::duration<double>(Clock::now() - r1));
+    shares.push_back(std::chrono::duration<double>(r1 - r0) /
+                     std::chrono::duration<double>(Clock::now() - r1));
   }
   std::nth_element(shares.begin(), shares.begin() + shares.size() / 2, shares.end());
   state.counters["% read"] = 100 * shares[shares.size() / 2];
   state.SetLabel(dtype_name(dtype));
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
-  state.counters["steps/s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["steps/s"] =
+      benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_DecodeProducts)
     ->Args({1, kBf16})

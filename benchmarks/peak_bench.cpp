@@ -31,16 +31,19 @@ template <bool kBf16>
 
 void BM_PeakFlops(benchmark::State& state) {
   const bool bf16 = state.range(0) == 1;
-  if (!cpu_supports(bf16 ? "avx512-bf16" : "avx512")) return state.SkipWithError("isa not on this CPU");
+  if (!cpu_supports(bf16 ? "avx512-bf16" : "avx512"))
+    return state.SkipWithError("isa not on this CPU");
   constexpr int64_t kSteps = 1 << 20;
   for (auto _ : state) {
     int64_t steps = kSteps;
     benchmark::DoNotOptimize(steps);  // else the pure call is hoisted out of the loop
     benchmark::DoNotOptimize(bf16 ? peak<true>(steps) : peak<false>(steps));
   }
-  const double per_instruction = bf16 ? 2 * 32 : 2 * 16;  // multiply-adds of one zmm instruction, x 2
-  state.counters["GFLOP/s"] = benchmark::Counter(per_instruction * kChains * kSteps * state.iterations(),
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  const double per_instruction =
+      bf16 ? 2 * 32 : 2 * 16;  // multiply-adds of one zmm instruction, x 2
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(per_instruction * kChains * kSteps * state.iterations(),
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
   state.SetLabel(bf16 ? "vdpbf16ps" : "vfmadd231ps");
 }
 BENCHMARK(BM_PeakFlops)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

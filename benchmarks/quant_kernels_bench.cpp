@@ -42,15 +42,17 @@ void BM_QuantMatmul(benchmark::State& state) {
   }
   state.SetLabel(std::string(kt.name) + " " + dtype_name(dtype));
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w.size()));
-  state.counters["GOP/s"] = benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GOP/s"] =
+      benchmark::Counter(2.0 * T * N * K * state.iterations(), benchmark::Counter::kIsRate,
+                         benchmark::Counter::kIs1000);
 }
 
 void QuantMatmulArgs(benchmark::internal::Benchmark* b) {
   for (int isa : {1, 2})
     for (int dtype : {int(DType::q8_0), int(DType::q4_0)}) {
-      b->Args({isa, dtype, 1, 3072, 1024});    // gate/up projection, decode
-      b->Args({isa, dtype, 1, 1024, 3072});    // down projection, decode
-      b->Args({isa, dtype, 1, 256, 1024});     // decode with the weights in L2: the arithmetic alone
+      b->Args({isa, dtype, 1, 3072, 1024});  // gate/up projection, decode
+      b->Args({isa, dtype, 1, 1024, 3072});  // down projection, decode
+      b->Args({isa, dtype, 1, 256, 1024});   // decode with the weights in L2: the arithmetic alone
       b->Args({isa, dtype, 128, 3072, 1024});  // prefill
     }
 }

@@ -19,13 +19,16 @@ std::vector<float> random_logits() {
 void run(benchmark::State& state, qwen3::SamplingParams params) {
   const auto logits = random_logits();
   std::vector<int32_t> history(static_cast<size_t>(state.range(0)));
-  for (size_t i = 0; i < history.size(); ++i) history[i] = static_cast<int32_t>((i * 7919) % logits.size());
+  for (size_t i = 0; i < history.size(); ++i)
+    history[i] = static_cast<int32_t>((i * 7919) % logits.size());
   qwen3::Sampler sampler(params);
   for (auto _ : state) benchmark::DoNotOptimize(sampler.sample(logits, history));
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void BM_SampleQwen3Defaults(benchmark::State& state) {  // generation_config.json: T 0.6, top_k 20, top_p 0.95
+void BM_SampleQwen3Defaults(
+    benchmark::State& state) {  // generation_config.json: T 0.6, top_k 20, top_p 0.95
   qwen3::SamplingParams p;
   p.temperature = 0.6f;
   p.top_k = 20;

@@ -28,10 +28,12 @@ const std::string kEnglish = repeat(
     1 << 20);
 const std::string kMixed = repeat(
     "Zażółć gęślą jaźń. 你好，世界！今天天气很好。Привет, как дела? 한국어 문장입니다. "
-    "مرحبا بالعالم नमस्ते दुनिया สวัสดีครับ emoji 😀👍🏽 family 👨‍👩‍👧‍👦 é and Å.\n",
+    "مرحبا بالعالم नमस्ते दुनिया สวัสดีครับ emoji 😀👍🏽 family 👨‍👩‍👧‍👦 é and "
+    "Å.\n",
     1 << 20);
 const std::string kCode = repeat(
-    "template <typename T>\nstd::vector<T> merge(const std::vector<T>& a, const std::vector<T>& b) {\n"
+    "template <typename T>\nstd::vector<T> merge(const std::vector<T>& a, const std::vector<T>& b) "
+    "{\n"
     "    std::vector<T> out;\n    out.reserve(a.size() + b.size());\n"
     "    for (size_t i = 0, j = 0; i < a.size() || j < b.size();) {\n"
     "        if (j == b.size() || (i < a.size() && a[i] < b[j])) out.push_back(a[i++]);\n"
@@ -52,7 +54,8 @@ void encode(benchmark::State& state, const std::string& text) {
     benchmark::DoNotOptimize(ids.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(text.size()));
-  state.counters["tokens/s"] = benchmark::Counter(double(tokens) * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(double(tokens) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_EncodeEnglish(benchmark::State& state) { encode(state, kEnglish); }

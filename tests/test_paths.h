@@ -9,7 +9,9 @@ namespace qwen3::test {
 inline std::filesystem::path fixtures() { return QWEN3_FIXTURES; }
 inline std::filesystem::path tiny_model() { return fixtures() / "models" / "qwen3-tiny"; }
 inline std::filesystem::path untied_model() { return fixtures() / "models" / "qwen3-tiny-untied"; }
-inline std::filesystem::path reference(const std::string& name) { return fixtures() / "reference" / name; }
+inline std::filesystem::path reference(const std::string& name) {
+  return fixtures() / "reference" / name;
+}
 inline std::string qwen3_binary() { return QWEN3_BINARY; }
 
 }  // namespace qwen3::test

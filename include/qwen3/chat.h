@@ -1,4 +1,5 @@
-// Rendering a conversation into a prompt with the model's own chat template (tokenizer_config.json).
+// Rendering a conversation into a prompt with the model's own chat template
+// (tokenizer_config.json).
 #pragma once
 
 #include <filesystem>
@@ -34,7 +35,8 @@ class ChatTemplate {
   // Throws qwen3::Error (invalid_argument) on bad input, and with line:col when the template
   // fails while rendering (raise_exception, an attribute of an undefined value).
   std::string render(const nlohmann::json& messages, const ChatOptions& options = {}) const;
-  // The same, keeping each object's key order for tojson (tool-call arguments): byte-identical to HF.
+  // The same, keeping each object's key order for tojson (tool-call arguments): byte-identical to
+  // HF.
   std::string render(const nlohmann::ordered_json& messages, const ChatOptions& options = {}) const;
 
   struct Program;
@@ -49,6 +51,7 @@ class ChatTemplate {
 // assistant history keeps its <think> blocks for the template to strip. Identical to
 // tokenizing the rendered string (as Hugging Face does) whenever no message holds such text.
 std::vector<TokenId> encode_chat(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                                 const nlohmann::ordered_json& messages, const ChatOptions& options = {});
+                                 const nlohmann::ordered_json& messages,
+                                 const ChatOptions& options = {});
 
 }  // namespace qwen3

@@ -18,15 +18,16 @@ namespace qwen3 {
 
 struct GenerationOptions {
   SamplingParams sampling;
-  int max_tokens = 256;            // new tokens at most
-  std::vector<std::string> stop;   // stop strings: generation ends before the first one found
-  std::vector<TokenId> eos;        // tokens that end generation (not part of the text)
-  bool logprobs = false;           // fill GeneratedToken::logprob (an exp per vocabulary entry, ~1 ms a token)
-  int top_logprobs = 0;            // how many alternatives to report per token (0..20)
+  int max_tokens = 256;           // new tokens at most
+  std::vector<std::string> stop;  // stop strings: generation ends before the first one found
+  std::vector<TokenId> eos;       // tokens that end generation (not part of the text)
+  bool logprobs =
+      false;  // fill GeneratedToken::logprob (an exp per vocabulary entry, ~1 ms a token)
+  int top_logprobs = 0;  // how many alternatives to report per token (0..20)
   // Constrained decoding: every sampled token keeps the output inside this grammar (after the
   // reasoning, when it says so), and the eos tokens may come only once it is complete.
   std::optional<GrammarConstraint> grammar;
-  void validate() const;           // throws Error(invalid_argument)
+  void validate() const;  // throws Error(invalid_argument)
 };
 
 // The tokens that end a generation: config.json's eos_token_id and generation_config.json's
@@ -38,16 +39,17 @@ const char* finish_reason_name(FinishReason reason);  // "stop" for eos and stop
 
 struct GeneratedToken {
   TokenId id = -1;
-  float logprob = 0;                // log-probability under the unmodified model distribution, when asked for
-  std::vector<TokenProb> top;       // the top_logprobs most likely tokens, when asked for
-  std::string text;                 // text now complete and safe to show (may be empty)
+  float logprob = 0;  // log-probability under the unmodified model distribution, when asked for
+  std::vector<TokenProb> top;  // the top_logprobs most likely tokens, when asked for
+  std::string text;            // text now complete and safe to show (may be empty)
 };
 
 class Generation {
  public:
   // `sequence` holds any earlier context (e.g. previous chat turns); `prompt` is appended to it.
   // Throws Error(context_overflow) when the prompt does not fit the sequence's context.
-  Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vector<TokenId> prompt, GenerationOptions options);
+  Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vector<TokenId> prompt,
+             GenerationOptions options);
 
   // The tokens the next model step must consume for this request: the rest of the prompt, at
   // most `chunk` of it, or the last sampled token. Empty once done().
@@ -79,8 +81,8 @@ class Generation {
   StreamDecoder decoder_;
   std::vector<TokenId> prompt_, generated_, history_;
   size_t fed_ = 0;
-  std::string held_;   // decoded text not yet emitted: it may be the start of a stop string
-  std::string text_;   // everything emitted
+  std::string held_;  // decoded text not yet emitted: it may be the start of a stop string
+  std::string text_;  // everything emitted
   FinishReason finish_ = FinishReason::none;
 };
 

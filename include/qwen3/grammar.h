@@ -52,19 +52,20 @@ class JsonSchemaGrammar {
   // Every rule added so far, then "root ::= root_body".
   std::string text(const std::string& root_body) const;
   // One of the shared rules, added once: ws (JSON's whitespace: a space, or a newline and up to
-  // 24 spaces or tabs), lead-ws (up to 4 whitespace characters before a value), json-value, json-string,
-  // json-number, json-integer, json-boolean, json-null, json-object, json-array.
+  // 24 spaces or tabs), lead-ws (up to 4 whitespace characters before a value), json-value,
+  // json-string, json-number, json-integer, json-boolean, json-null, json-object, json-array.
   std::string common(const std::string& name);
 
  private:
   struct Context;
-  std::string compile(const nlohmann::ordered_json& schema, const std::string& name, Context& context,
-                      const std::string& path);
-  std::string object_rule(const nlohmann::ordered_json& schema, const std::string& name, Context& context,
-                          const std::string& path);
-  std::string integer_rule(const nlohmann::ordered_json& schema, const std::string& name, const std::string& path);
-  std::map<std::string, std::string> rules_;     // name -> body
-  std::vector<std::string> order_;               // names in the order they were added
+  std::string compile(const nlohmann::ordered_json& schema, const std::string& name,
+                      Context& context, const std::string& path);
+  std::string object_rule(const nlohmann::ordered_json& schema, const std::string& name,
+                          Context& context, const std::string& path);
+  std::string integer_rule(const nlohmann::ordered_json& schema, const std::string& name,
+                           const std::string& path);
+  std::map<std::string, std::string> rules_;  // name -> body
+  std::vector<std::string> order_;            // names in the order they were added
   int anonymous_ = 0;
 };
 
@@ -85,7 +86,7 @@ class TokenVocabulary {
   TokenVocabulary(std::vector<std::string> token_bytes, std::set<TokenId> added);
   ~TokenVocabulary();
 
-  size_t size() const;                              // ids
+  size_t size() const;                               // ids
   TokenId added_token(std::string_view name) const;  // the id of an added token, or -1
   std::string_view bytes(TokenId id) const;          // "" for added tokens and unknown ids
 
@@ -102,7 +103,8 @@ class TokenVocabulary {
 class TokenGrammar {
  public:
   // Throws Error(invalid_argument) for a <token> the vocabulary does not have.
-  TokenGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+  TokenGrammar(std::shared_ptr<const Grammar> grammar,
+               std::shared_ptr<const TokenVocabulary> vocabulary);
   ~TokenGrammar();
   const Grammar& grammar() const { return *grammar_; }
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
@@ -127,11 +129,11 @@ class GrammarMatcher {
   // Sets bit (id % 64) of mask[id / 64] for every token that may come next, and clears the rest;
   // `mask` holds at least vocabulary size bits.
   void fill_mask(std::span<uint64_t> mask);
-  bool allows(TokenId id);                 // one token, without a whole mask
-  bool accept(TokenId id);                 // false, and no change, when `id` is not allowed
+  bool allows(TokenId id);                    // one token, without a whole mask
+  bool accept(TokenId id);                    // false, and no change, when `id` is not allowed
   bool accept_bytes(std::string_view bytes);  // the same for text (not through tokens)
-  bool complete() const;                   // the root rule may end here
-  bool ended() const { return ended_; }    // an end token was accepted
+  bool complete() const;                      // the root rule may end here
+  bool ended() const { return ended_; }       // an end token was accepted
 
   struct State;
 

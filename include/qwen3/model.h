@@ -139,12 +139,13 @@ class Model {
  public:
   // Reads config.json and the safetensors weights (memory-mapped, never converted); checks every
   // tensor's presence, dtype and shape before any compute.
-  static std::unique_ptr<Model> load(const std::filesystem::path& model_dir, const LoadOptions& options = {});
+  static std::unique_ptr<Model> load(const std::filesystem::path& model_dir,
+                                     const LoadOptions& options = {});
   ~Model();
 
   const ModelConfig& config() const { return config_; }
   const std::string& name() const { return name_; }  // folder name
-  const char* isa() const;                            // the kernels in use
+  const char* isa() const;                           // the kernels in use
   int threads() const;
   // Bytes of weights read per decoded token: every matrix of a dense model; of an MoE layer, the
   // router and num_experts_per_tok experts' matrices.
@@ -153,13 +154,14 @@ class Model {
   // decode step's weight reads answer to, measured on the very memory that holds them (a file's
   // pages in the page cache, or the huge pages it was read into) rather than on fresh memory.
   double read_speed();
-  const char* kv_cache() const;   // "f32", "f16" or "bf16"
+  const char* kv_cache() const;  // "f32", "f16" or "bf16"
 
   // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,
   // per item, logits [rows, vocab_size]: one row (the last token) or one per token.
   // A sequence's results are bit-identical whatever else is in the batch and whatever the
   // thread count. Throws Error (invalid_argument, context_overflow) before computing anything.
-  std::vector<std::vector<float>> step(std::span<const BatchItem> batch, const Observer* observer = nullptr);
+  std::vector<std::vector<float>> step(std::span<const BatchItem> batch,
+                                       const Observer* observer = nullptr);
   // The same, writing into `logits` (one vector per item) and reusing its memory: a decode loop
   // that keeps it allocates nothing per token (a fresh 600 KB vector per token has its pages
   // faulted in again each time: 3-5% of a q4 decode).

@@ -1,4 +1,5 @@
-// Splits a Qwen3 reply into its thinking (between <think> and </think>) and its answer, as text streams in.
+// Splits a Qwen3 reply into its thinking (between <think> and </think>) and its answer, as text
+// streams in.
 #pragma once
 
 #include <string>

@@ -45,11 +45,13 @@ class Sampler {
   // The same among the `allowed` tokens only (constrained decoding): bit (id % 64) of
   // allowed[id / 64]; the others, and ids past the bitset, count as logits of -inf before every
   // step above. An empty bitset allows every token.
-  int32_t sample(std::span<const float> logits, std::span<const int32_t> history, std::span<const uint64_t> allowed);
+  int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
+                 std::span<const uint64_t> allowed);
 
   // The tokens a draw would choose from, after every step above, with their renormalised
   // probabilities, best first (ties: lower id first). Greedy gives the argmax with prob 1.
-  std::vector<TokenProb> candidates(std::span<const float> logits, std::span<const int32_t> history);
+  std::vector<TokenProb> candidates(std::span<const float> logits,
+                                    std::span<const int32_t> history);
 
   const SamplingParams& params() const { return params_; }
 

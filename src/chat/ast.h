@@ -51,8 +51,8 @@ struct Stmt {
     set_block,  // set targets[0] %} body {% endset
     break_loop,
     continue_loop,
-    block,      // body only: HF's {% generation %} marker renders its contents
-    macro,      // macro targets[0](params): body
+    block,  // body only: HF's {% generation %} marker renders its contents
+    macro,  // macro targets[0](params): body
   };
   Kind kind;
   int line = 0;

@@ -59,7 +59,8 @@ std::string strip(const std::string& s, std::string_view chars, bool left, bool 
 
 Json split(const Site& site, const std::string& s, const Args& args) {
   const Value* sep_value = args.get(0, "sep");
-  const int64_t max_split = args.get(1, "maxsplit") ? need_int(site, args.get(1, "maxsplit"), "split") : -1;
+  const int64_t max_split =
+      args.get(1, "maxsplit") ? need_int(site, args.get(1, "maxsplit"), "split") : -1;
   Json out = Json::array();
   if (!sep_value || (sep_value->is_data() && sep_value->json().is_null())) {
     // No separator: runs of whitespace split and leading/trailing whitespace vanish.
@@ -80,7 +81,8 @@ Json split(const Site& site, const std::string& s, const Args& args) {
   size_t pos = 0;
   while (true) {
     const size_t hit = s.find(sep, pos);
-    if (hit == std::string::npos || (max_split >= 0 && static_cast<int64_t>(out.size()) == max_split)) {
+    if (hit == std::string::npos ||
+        (max_split >= 0 && static_cast<int64_t>(out.size()) == max_split)) {
       out.push_back(s.substr(pos));
       return out;
     }
@@ -89,8 +91,8 @@ Json split(const Site& site, const std::string& s, const Args& args) {
   }
 }
 
-std::string replace(const Site& site, const std::string& s, const std::string& old, const std::string& with,
-                    int64_t count) {
+std::string replace(const Site& site, const std::string& s, const std::string& old,
+                    const std::string& with, int64_t count) {
   if (old.empty()) site.fail("replace: empty search string is not supported");
   std::string out;
   size_t pos = 0;
@@ -119,9 +121,7 @@ std::string capitalize(const std::string& s) {
 }
 
 bool prefix_match(const Site& site, const std::string& s, const Value* arg, bool at_start) {
-  auto test = [&](const std::string& p) {
-    return at_start ? s.starts_with(p) : s.ends_with(p);
-  };
+  auto test = [&](const std::string& p) { return at_start ? s.starts_with(p) : s.ends_with(p); };
   if (arg && arg->is_data() && arg->json().is_array()) {  // Python accepts a tuple of prefixes
     for (const auto& p : arg->json()) {
       if (p.is_string() && test(p.get_ref<const std::string&>())) return true;
@@ -131,7 +131,8 @@ bool prefix_match(const Site& site, const std::string& s, const Value* arg, bool
   return test(need_string(site, arg, at_start ? "startswith" : "endswith"));
 }
 
-Value string_method(const Site& site, const std::string& s, const std::string& name, const Args& args) {
+Value string_method(const Site& site, const std::string& s, const std::string& name,
+                    const Args& args) {
   if (name == "startswith" || name == "endswith") {
     return Value::of(prefix_match(site, s, args.get(0, "prefix"), name == "startswith"));
   }
@@ -145,11 +146,14 @@ Value string_method(const Site& site, const std::string& s, const std::string& n
   if (name == "replace") {
     const Value* count = args.get(2, "count");
     return Value::of(replace(site, s, need_string(site, args.get(0, "old"), "replace"),
-                             need_string(site, args.get(1, "new"), "replace"), count ? need_int(site, count, "replace") : -1));
+                             need_string(site, args.get(1, "new"), "replace"),
+                             count ? need_int(site, count, "replace") : -1));
   }
   if (name == "find") {
     const size_t hit = s.find(need_string(site, args.get(0, "sub"), "find"));
-    return Value::of(hit == std::string::npos ? int64_t{-1} : static_cast<int64_t>(characters(s.substr(0, hit)).size()));
+    return Value::of(hit == std::string::npos
+                         ? int64_t{-1}
+                         : static_cast<int64_t>(characters(s.substr(0, hit)).size()));
   }
   if (name == "join") {
     const Value* items = args.get(0, "iterable");
@@ -168,7 +172,8 @@ Value string_method(const Site& site, const std::string& s, const std::string& n
   site.fail("str has no method '" + name + "'");
 }
 
-Value dict_method(const Site& site, const Value& object, const std::string& name, const Args& args) {
+Value dict_method(const Site& site, const Value& object, const std::string& name,
+                  const Args& args) {
   const Json& d = object.json();
   if (name == "items" || name == "keys" || name == "values") {
     site.check_nesting(d, 1);  // items() wraps each value in a pair inside a list: one level deeper
@@ -196,7 +201,8 @@ int64_t length(const Site& site, const Value& v) {
   if (v.is_undefined()) return 0;
   if (v.is_data()) {
     const Json& j = v.json();
-    if (j.is_string()) return static_cast<int64_t>(characters(j.get_ref<const std::string&>()).size());
+    if (j.is_string())
+      return static_cast<int64_t>(characters(j.get_ref<const std::string&>()).size());
     if (j.is_structured()) return static_cast<int64_t>(j.size());
   }
   site.fail("object of type " + type_name(v) + " has no len()");
@@ -230,8 +236,10 @@ Value attribute_of(const Value& item, const std::string& name) {
   return Value();
 }
 
-// select/reject/selectattr/rejectattr: `args` holds [attribute,] test name, then the test's arguments.
-Value filter_items(const Site& site, const std::string& name, const Value& subject, const Args& args) {
+// select/reject/selectattr/rejectattr: `args` holds [attribute,] test name, then the test's
+// arguments.
+Value filter_items(const Site& site, const std::string& name, const Value& subject,
+                   const Args& args) {
   const bool by_attribute = name.ends_with("attr");
   const bool keep_matches = name.starts_with("select");
   const size_t first_test_arg = by_attribute ? 1 : 0;
@@ -239,13 +247,16 @@ Value filter_items(const Site& site, const std::string& name, const Value& subje
   if (by_attribute) attribute = need_string(site, args.get(0, "attribute"), name.c_str());
   const Value* test = args.get(first_test_arg, "test");
   Args test_args;
-  for (size_t i = first_test_arg + 1; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
+  for (size_t i = first_test_arg + 1; i < args.positional.size(); ++i)
+    test_args.positional.push_back(args.positional[i]);
   const Value list = Value::of(as_list(site, subject));
   Json out = Json::array();
   for (const auto& element : list.json()) {
     const Value item = Value::child(list, element);
     const Value probe = by_attribute ? attribute_of(item, attribute) : item;
-    const bool match = test ? apply_test(site, need_string(site, test, name.c_str()), probe, test_args) : truthy(probe);
+    const bool match =
+        test ? apply_test(site, need_string(site, test, name.c_str()), probe, test_args)
+             : truthy(probe);
     if (match == keep_matches) out.push_back(element);
   }
   return Value::of(std::move(out));
@@ -253,11 +264,13 @@ Value filter_items(const Site& site, const std::string& name, const Value& subje
 
 }  // namespace
 
-Value apply_filter(const Site& site, const std::string& name, const Value& subject, const Args& args) {
+Value apply_filter(const Site& site, const std::string& name, const Value& subject,
+                   const Args& args) {
   if (name == "length" || name == "count") return Value::of(length(site, subject));
   if (name == "default" || name == "d") {
     const Value* boolean = args.get(1, "boolean");
-    const bool use_fallback = subject.is_undefined() || (boolean && truthy(*boolean) && !truthy(subject));
+    const bool use_fallback =
+        subject.is_undefined() || (boolean && truthy(*boolean) && !truthy(subject));
     if (!use_fallback) return subject;
     const Value* fallback = args.get(0, "default_value");
     return fallback ? *fallback : Value::of("");
@@ -266,7 +279,10 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
     if (!subject.is_data()) site.fail("tojson: cannot serialise " + type_name(subject));
     const Value* indent = args.get(0, "indent");
     const bool has_indent = indent && !(indent->is_data() && indent->json().is_null());
-    std::string text = to_json_text(subject.json(), has_indent ? static_cast<int>(std::clamp<int64_t>(need_int(site, indent, "tojson"), 0, 64)) : -1);
+    std::string text = to_json_text(
+        subject.json(),
+        has_indent ? static_cast<int>(std::clamp<int64_t>(need_int(site, indent, "tojson"), 0, 64))
+                   : -1);
     site.check_size(text.size());
     return Value::of(std::move(text));
   }
@@ -305,15 +321,15 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
       const Json& j = subject.json();
       int64_t i = 0;
       if (as_int(j, i)) return Value::of(i);
-      if (j.is_number_float() && std::abs(j.get<double>()) < 9e18) return Value::of(static_cast<int64_t>(j.get<double>()));
+      if (j.is_number_float() && std::abs(j.get<double>()) < 9e18)
+        return Value::of(static_cast<int64_t>(j.get<double>()));
       if (j.is_string()) {
         try {
           size_t used = 0;
           const auto s = strip(j.get<std::string>(), kWhitespace, true, true);
           const long long v = std::stoll(s, &used);
           if (used == s.size()) return Value::of(static_cast<int64_t>(v));
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
       }
     }
     return Value::of(int64_t{0});
@@ -333,12 +349,14 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
     const Value* attribute = args.named_arg("attribute");
     const Value* fallback = args.named_arg("default");
     Args filter_args;
-    for (size_t i = 1; i < args.positional.size(); ++i) filter_args.positional.push_back(args.positional[i]);
+    for (size_t i = 1; i < args.positional.size(); ++i)
+      filter_args.positional.push_back(args.positional[i]);
     Json out = Json::array();
     for (const auto& element : list.json()) {
       const Value item = Value::child(list, element);
       Value mapped = attribute ? attribute_of(item, need_string(site, attribute, "map"))
-                               : apply_filter(site, need_string(site, args.get(0, "filter"), "map"), item, filter_args);
+                               : apply_filter(site, need_string(site, args.get(0, "filter"), "map"),
+                                              item, filter_args);
       if (mapped.is_undefined() && fallback) mapped = *fallback;
       if (!mapped.is_data()) site.fail("map: cannot collect " + type_name(mapped));
       out.push_back(mapped.json());
@@ -346,7 +364,8 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
     return Value::of(std::move(out));
   }
   if (name == "items") {
-    if (!subject.is_data() || !subject.json().is_object()) site.fail("filter 'items' expects a dict, got " + type_name(subject));
+    if (!subject.is_data() || !subject.json().is_object())
+      site.fail("filter 'items' expects a dict, got " + type_name(subject));
     return dict_method(site, subject, "items", args);
   }
   if (subject.is_data() && subject.json().is_string()) {
@@ -356,8 +375,8 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
       return string_method(site, s, name, args);
     }
   }
-  if (name == "trim" || name == "upper" || name == "lower" || name == "capitalize" || name == "replace" ||
-      name == "abs") {
+  if (name == "trim" || name == "upper" || name == "lower" || name == "capitalize" ||
+      name == "replace" || name == "abs") {
     site.fail("filter '" + name + "' cannot apply to " + type_name(subject));
   }
   site.fail("unknown filter '" + name + "'");
@@ -392,13 +411,18 @@ bool apply_test(const Site& site, const std::string& name, const Value& subject,
   if (name == "lower" || name == "upper") {
     if (!data || !j->is_string()) return false;
     const auto& s = j->get_ref<const std::string&>();
-    return std::none_of(s.begin(), s.end(), [&](char c) { return name == "lower" ? std::isupper(static_cast<unsigned char>(c)) : std::islower(static_cast<unsigned char>(c)); });
+    return std::none_of(s.begin(), s.end(), [&](char c) {
+      return name == "lower" ? std::isupper(static_cast<unsigned char>(c))
+                             : std::islower(static_cast<unsigned char>(c));
+    });
   }
   site.fail("unknown test '" + name + "'");
 }
 
-Value call_method(const Site& site, const Value& object, const std::string& name, const Args& args) {
-  if (object.is_data() && object.json().is_string()) return string_method(site, object.json().get_ref<const std::string&>(), name, args);
+Value call_method(const Site& site, const Value& object, const std::string& name,
+                  const Args& args) {
+  if (object.is_data() && object.json().is_string())
+    return string_method(site, object.json().get_ref<const std::string&>(), name, args);
   if (object.is_data() && object.json().is_object()) return dict_method(site, object, name, args);
   site.fail(type_name(object) + " has no method '" + name + "'");
 }
@@ -410,12 +434,14 @@ bool is_global_function(const std::string& name) {
 Value call_function(const Site& site, const std::string& name, const Args& args) {
   if (name == "raise_exception") {
     const Value* message = args.get(0, "message");
-    throw Error(ErrorKind::invalid_argument, "chat template raised: " + (message ? to_text(*message) : std::string()));
+    throw Error(ErrorKind::invalid_argument,
+                "chat template raised: " + (message ? to_text(*message) : std::string()));
   }
   if (name == "namespace" || name == "dict") {
     Json attrs = Json::object();
     for (const auto& v : args.positional) {
-      if (!v.is_data() || !v.json().is_object()) site.fail(name + "() takes keyword arguments or a dict");
+      if (!v.is_data() || !v.json().is_object())
+        site.fail(name + "() takes keyword arguments or a dict");
       site.check_nesting(v.json(), 0);
       for (auto it = v.json().begin(); it != v.json().end(); ++it) attrs[it.key()] = *it;
     }
@@ -439,8 +465,10 @@ Value call_function(const Site& site, const std::string& name, const Args& args)
   const int64_t step = bounds.size() > 2 ? bounds[2] : 1;
   if (step == 0) site.fail("range() step must not be zero");
   // Count first (in floating point, which cannot overflow) so a huge range fails before allocating.
-  const double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) / static_cast<double>(step));
-  if (count > static_cast<double>(site.max_items)) site.fail("range of " + float_repr(count) + " items exceeds the limit");
+  const double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) /
+                                 static_cast<double>(step));
+  if (count > static_cast<double>(site.max_items))
+    site.fail("range of " + float_repr(count) + " items exceeds the limit");
   Json out = Json::array();
   for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     out.push_back(i);

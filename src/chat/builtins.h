@@ -1,4 +1,5 @@
-// Jinja's filters, tests, global functions and the Python methods of str and dict that templates call.
+// Jinja's filters, tests, global functions and the Python methods of str and dict that templates
+// call.
 #pragma once
 
 #include <string>
@@ -19,7 +20,8 @@ struct Args {
   const Value* named_arg(std::string_view name) const;
 };
 
-Value apply_filter(const Site& site, const std::string& name, const Value& subject, const Args& args);
+Value apply_filter(const Site& site, const std::string& name, const Value& subject,
+                   const Args& args);
 bool apply_test(const Site& site, const std::string& name, const Value& subject, const Args& args);
 // `object.name(args)`; fails for unknown methods.
 Value call_method(const Site& site, const Value& object, const std::string& name, const Args& args);

@@ -22,7 +22,8 @@ bool must_hide(const Tokenizer& tok, const std::string& text, bool assistant) {
 }
 
 // Replaces every string of `j` that must be hidden by a numbered placeholder.
-void hide(nlohmann::ordered_json& j, const Tokenizer& tok, bool assistant, std::vector<std::string>& hidden) {
+void hide(nlohmann::ordered_json& j, const Tokenizer& tok, bool assistant,
+          std::vector<std::string>& hidden) {
   if (j.is_string()) {
     const std::string s = j.get<std::string>();
     if (!must_hide(tok, s, assistant)) return;
@@ -33,12 +34,15 @@ void hide(nlohmann::ordered_json& j, const Tokenizer& tok, bool assistant, std::
   }
 }
 
-void append(std::vector<TokenId>& out, const std::vector<TokenId>& ids) { out.insert(out.end(), ids.begin(), ids.end()); }
+void append(std::vector<TokenId>& out, const std::vector<TokenId>& ids) {
+  out.insert(out.end(), ids.begin(), ids.end());
+}
 
 }  // namespace
 
 std::vector<TokenId> encode_chat(const ChatTemplate& chat_template, const Tokenizer& tok,
-                                 const nlohmann::ordered_json& messages, const ChatOptions& options) {
+                                 const nlohmann::ordered_json& messages,
+                                 const ChatOptions& options) {
   nlohmann::ordered_json safe = messages;
   std::vector<std::string> hidden;
   for (auto& message : safe) {
@@ -55,7 +59,8 @@ std::vector<TokenId> encode_chat(const ChatTemplate& chat_template, const Tokeni
     const size_t close = open == std::string::npos ? open : rendered.find(kClose, open);
     if (close == std::string::npos) break;
     append(ids, tok.encode(rendered.substr(pos, open - pos), true));
-    const size_t index = std::stoul(rendered.substr(open + kOpen.size(), close - open - kOpen.size()));
+    const size_t index =
+        std::stoul(rendered.substr(open + kOpen.size(), close - open - kOpen.size()));
     append(ids, tok.encode(hidden.at(index), false));
     pos = close + kClose.size();
   }

@@ -12,7 +12,8 @@ namespace qwen3 {
 
 struct ChatTemplate::Program {
   chat::Template tree;
-  chat::Json special_tokens = chat::Json::object();  // bos_token / eos_token from tokenizer_config.json
+  chat::Json special_tokens =
+      chat::Json::object();  // bos_token / eos_token from tokenizer_config.json
 };
 
 namespace {
@@ -23,9 +24,12 @@ namespace {
 
 // OpenAI-form messages: HF would fail deep inside the template on these, with a far worse message.
 chat::Json check_messages(const chat::Json& messages) {
-  if (!messages.is_array()) throw Error(ErrorKind::invalid_argument, "messages: expected an array, got " + std::string(messages.type_name()));
+  if (!messages.is_array())
+    throw Error(ErrorKind::invalid_argument,
+                "messages: expected an array, got " + std::string(messages.type_name()));
   if (chat::nesting_depth(messages) > chat::kMaxDepth) {
-    throw Error(ErrorKind::invalid_argument, "messages: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
+    throw Error(ErrorKind::invalid_argument,
+                "messages: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
   }
   chat::Json out = messages;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -60,7 +64,8 @@ void copy_token(const nlohmann::json& config, const char* key, chat::Json& out) 
   auto it = config.find(key);
   if (it == config.end()) return;
   if (it->is_string()) out[key] = it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string()) out[key] = (*it)["content"].get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+    out[key] = (*it)["content"].get<std::string>();
 }
 
 }  // namespace
@@ -89,12 +94,15 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
     // Some models ship several named templates; HF renders the one called "default".
     const nlohmann::json* chosen = nullptr;
     for (const auto& named : *source) {
-      if (named.is_object() && named.value("name", "") == "default" && named.contains("template")) chosen = &named["template"];
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template"))
+        chosen = &named["template"];
     }
     source = chosen;
   }
   if (!source || !source->is_string()) {
-    throw Error(ErrorKind::format, file.string() + ": no string field 'chat_template' (or a list entry named default)");
+    throw Error(
+        ErrorKind::format,
+        file.string() + ": no string field 'chat_template' (or a list entry named default)");
   }
   std::optional<ChatTemplate> tmpl;
   try {
@@ -111,7 +119,8 @@ std::string ChatTemplate::render(const nlohmann::json& messages, const ChatOptio
   return render(chat::Json(messages), options);
 }
 
-std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const ChatOptions& options) const {
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
+                                 const ChatOptions& options) const {
   chat::Json vars = program_->special_tokens;
   vars["messages"] = check_messages(messages);
   // transformers' render_jinja_template passes tools=None and documents=None when absent (not
@@ -120,7 +129,8 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const C
     throw Error(ErrorKind::invalid_argument, "tools: expected an array");
   }
   if (chat::nesting_depth(options.tools) > chat::kMaxDepth) {
-    throw Error(ErrorKind::invalid_argument, "tools: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
+    throw Error(ErrorKind::invalid_argument,
+                "tools: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
   }
   vars["tools"] = options.tools;
   vars["documents"] = nullptr;

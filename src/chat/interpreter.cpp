@@ -1,4 +1,5 @@
-// Tree-walking evaluator: Jinja scoping (a loop body is a new scope; namespaces escape it), Python semantics.
+// Tree-walking evaluator: Jinja scoping (a loop body is a new scope; namespaces escape it), Python
+// semantics.
 #include "chat/interpreter.h"
 
 #include <algorithm>
@@ -29,14 +30,17 @@ class Renderer {
   }
 
  private:
-  Site site(int line, int col) const { return Site{line, col, limits_.max_output, limits_.max_steps}; }
+  Site site(int line, int col) const {
+    return Site{line, col, limits_.max_output, limits_.max_steps};
+  }
   template <typename Node>
   Site site(const Node& n) const {
     return site(n.line, n.col);
   }
 
   void step(const Site& at) {
-    if (++steps_ > limits_.max_steps) at.fail("template exceeded " + std::to_string(limits_.max_steps) + " steps");
+    if (++steps_ > limits_.max_steps)
+      at.fail("template exceeded " + std::to_string(limits_.max_steps) + " steps");
   }
 
   void emit(const Site& at, const std::string& text) {
@@ -110,8 +114,11 @@ class Renderer {
   // Renders the body of a macro into a string: parameters bind by position, then by name, then
   // from their defaults; the caller's locals stay invisible.
   Value call_macro(const Site& at, const Stmt& macro, const Args& args) {
-    if (macro_depth_ >= kMaxMacroDepth) at.fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth));
-    if (args.positional.size() > macro.params.size()) at.fail("macro '" + macro.targets[0] + "' takes " + std::to_string(macro.params.size()) + " arguments");
+    if (macro_depth_ >= kMaxMacroDepth)
+      at.fail("macro calls nested deeper than " + std::to_string(kMaxMacroDepth));
+    if (args.positional.size() > macro.params.size())
+      at.fail("macro '" + macro.targets[0] + "' takes " + std::to_string(macro.params.size()) +
+              " arguments");
     std::unordered_map<std::string, Value> frame;
     for (size_t i = 0; i < macro.params.size(); ++i) {
       const auto& [name, fallback] = macro.params[i];
@@ -122,7 +129,8 @@ class Renderer {
       }
     }
     for (const auto& [name, value] : args.named) {
-      if (std::none_of(macro.params.begin(), macro.params.end(), [&](const auto& p) { return p.first == name; })) {
+      if (std::none_of(macro.params.begin(), macro.params.end(),
+                       [&](const auto& p) { return p.first == name; })) {
         at.fail("macro '" + macro.targets[0] + "' has no parameter '" + name + "'");
       }
     }
@@ -149,8 +157,8 @@ class Renderer {
     }
     const Value target = lookup(s.targets[0]);
     if (target.kind != Value::Kind::ns) {
-      site(s).fail("cannot assign attribute '" + s.attr + "' of " + type_name(target) + " '" + s.targets[0] +
-                   "': only namespace() objects are mutable");
+      site(s).fail("cannot assign attribute '" + s.attr + "' of " + type_name(target) + " '" +
+                   s.targets[0] + "': only namespace() objects are mutable");
     }
     if (!value.is_data()) site(s).fail("cannot store " + type_name(value) + " in a namespace");
     site(s).check_nesting(value.json());
@@ -168,22 +176,26 @@ class Renderer {
     } else if (j.is_object()) {
       for (auto it = j.begin(); it != j.end(); ++it) items.push_back(Value::of(it.key()));
     } else if (j.is_string()) {
-      for (auto c : characters(j.get_ref<const std::string&>())) items.push_back(Value::of(std::string(c)));
+      for (auto c : characters(j.get_ref<const std::string&>()))
+        items.push_back(Value::of(std::string(c)));
     } else {
       at.fail(type_name(v) + " is not iterable");
     }
     return items;
   }
 
-  void bind_targets(const Stmt& s, std::unordered_map<std::string, Value>& scope, const Value& item) {
+  void bind_targets(const Stmt& s, std::unordered_map<std::string, Value>& scope,
+                    const Value& item) {
     if (s.targets.size() == 1) {
       scope[s.targets[0]] = item;
       return;
     }
     if (!item.is_data() || !item.json().is_array() || item.json().size() != s.targets.size()) {
-      site(s).fail("cannot unpack " + type_name(item) + " into " + std::to_string(s.targets.size()) + " loop variables");
+      site(s).fail("cannot unpack " + type_name(item) + " into " +
+                   std::to_string(s.targets.size()) + " loop variables");
     }
-    for (size_t i = 0; i < s.targets.size(); ++i) scope[s.targets[i]] = Value::child(item, item.json()[i]);
+    for (size_t i = 0; i < s.targets.size(); ++i)
+      scope[s.targets[i]] = Value::child(item, item.json()[i]);
   }
 
   void exec_for(const Stmt& s) {
@@ -211,8 +223,12 @@ class Renderer {
       scopes_.emplace_back();
       auto& scope = scopes_.back();
       bind_targets(s, scope, items[static_cast<size_t>(i)]);
-      scope["loop"] = Value::of(Json{{"index0", i},          {"index", i + 1},          {"revindex0", n - 1 - i},
-                                     {"revindex", n - i},    {"first", i == 0},         {"last", i == n - 1},
+      scope["loop"] = Value::of(Json{{"index0", i},
+                                     {"index", i + 1},
+                                     {"revindex0", n - 1 - i},
+                                     {"revindex", n - i},
+                                     {"first", i == 0},
+                                     {"last", i == n - 1},
                                      {"length", n}});
       const Flow flow = exec(s.body);
       scopes_.pop_back();
@@ -222,13 +238,15 @@ class Renderer {
 
   Args eval_args(const Expr& e, size_t first) {
     Args args;
-    for (size_t i = first; i < e.operands.size(); ++i) args.positional.push_back(eval(*e.operands[i]));
+    for (size_t i = first; i < e.operands.size(); ++i)
+      args.positional.push_back(eval(*e.operands[i]));
     for (const auto& [name, value] : e.kwargs) args.named.emplace_back(name, eval(*value));
     return args;
   }
 
   Value get_attr(const Site& at, const Value& object, const std::string& name) {
-    if (object.is_undefined()) at.fail("cannot read attribute '" + name + "' of an undefined value");
+    if (object.is_undefined())
+      at.fail("cannot read attribute '" + name + "' of an undefined value");
     if (object.kind == Value::Kind::ns) {
       auto it = object.attrs->find(name);
       return it == object.attrs->end() ? Value() : Value::of(*it);
@@ -248,17 +266,20 @@ class Renderer {
     if (!object.is_data() || !key.is_data()) return Value();
     const Json& j = object.json();
     int64_t index = 0;
-    if (j.is_object() && key.json().is_string()) return get_attr(at, object, key.json().get<std::string>());
+    if (j.is_object() && key.json().is_string())
+      return get_attr(at, object, key.json().get<std::string>());
     if ((j.is_array() || j.is_string()) && as_int(key.json(), index)) {
       if (j.is_array()) {
         const auto n = static_cast<int64_t>(j.size());
         if (index < 0) index += n;
-        return index >= 0 && index < n ? Value::child(object, j[static_cast<size_t>(index)]) : Value();
+        return index >= 0 && index < n ? Value::child(object, j[static_cast<size_t>(index)])
+                                       : Value();
       }
       auto chars = characters(j.get_ref<const std::string&>());
       const auto n = static_cast<int64_t>(chars.size());
       if (index < 0) index += n;
-      return index >= 0 && index < n ? Value::of(std::string(chars[static_cast<size_t>(index)])) : Value();
+      return index >= 0 && index < n ? Value::of(std::string(chars[static_cast<size_t>(index)]))
+                                     : Value();
     }
     return Value();
   }
@@ -284,7 +305,8 @@ class Renderer {
     const bool is_string = object.json().is_string();
     std::vector<std::string_view> chars;
     if (is_string) chars = characters(object.json().get_ref<const std::string&>());
-    const int64_t n = is_string ? static_cast<int64_t>(chars.size()) : static_cast<int64_t>(object.json().size());
+    const int64_t n =
+        is_string ? static_cast<int64_t>(chars.size()) : static_cast<int64_t>(object.json().size());
     auto bound = [&](int k, int64_t fallback) {
       if (!given[k]) return fallback;
       int64_t v = parts[k];
@@ -301,7 +323,8 @@ class Renderer {
       } else {
         list.push_back(object.json()[static_cast<size_t>(i)]);
       }
-      if ((step > 0 && stop - i <= step) || (step < 0 && i - stop <= -step)) break;  // next i would pass stop
+      if ((step > 0 && stop - i <= step) || (step < 0 && i - stop <= -step))
+        break;  // next i would pass stop
     }
     return is_string ? Value::of(std::move(text)) : Value::of(std::move(list));
   }
@@ -311,12 +334,14 @@ class Renderer {
     const Expr& callee = *e.operands[0];
     if (callee.kind == Expr::Kind::attr) {
       const Value object = eval(*callee.operands[0]);
-      if (object.is_undefined()) at.fail("cannot call method '" + callee.name + "' of an undefined value");
+      if (object.is_undefined())
+        at.fail("cannot call method '" + callee.name + "' of an undefined value");
       return call_method(at, object, callee.name, eval_args(e, 1));
     }
     const Value f = eval(callee);
     if (f.kind != Value::Kind::function) {
-      at.fail((callee.kind == Expr::Kind::name ? "'" + callee.name + "'" : type_name(f)) + " is not callable");
+      at.fail((callee.kind == Expr::Kind::name ? "'" + callee.name + "'" : type_name(f)) +
+              " is not callable");
     }
     if (f.macro) return call_macro(at, *static_cast<const Stmt*>(f.macro), eval_args(e, 1));
     return call_function(at, f.name, eval_args(e, 1));
@@ -346,7 +371,8 @@ class Renderer {
       case Expr::Kind::unary: {
         const Value v = eval(*e.operands[0]);
         if (e.name == "not") return Value::of(!truthy(v));
-        if (!v.is_data() || !is_number(v.json())) at.fail("bad operand type for unary " + e.name + ": " + type_name(v));
+        if (!v.is_data() || !is_number(v.json()))
+          at.fail("bad operand type for unary " + e.name + ": " + type_name(v));
         if (e.name == "+") return v;
         return binary_op(at, "-", Value::of(int64_t{0}), v);
       }
@@ -396,8 +422,9 @@ class Renderer {
 
   const Limits& limits_;
   Value globals_;
-  std::vector<std::unordered_map<std::string, Value>> scopes_;  // innermost last; [0] is the template's top level
-  size_t base_ = 0;         // the first frame visible to lookup: a macro call's own, else 0
+  std::vector<std::unordered_map<std::string, Value>>
+      scopes_;       // innermost last; [0] is the template's top level
+  size_t base_ = 0;  // the first frame visible to lookup: a macro call's own, else 0
   int macro_depth_ = 0;
   std::string out_;
   size_t steps_ = 0;

@@ -1,4 +1,5 @@
-// Jinja lexer: splits text from {{ }} / {% %} / {# #} tags and tokenizes the expressions inside tags.
+// Jinja lexer: splits text from {{ }} / {% %} / {# #} tags and tokenizes the expressions inside
+// tags.
 #include "chat/lexer.h"
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 namespace qwen3::chat {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -41,11 +44,13 @@ class Lexer {
 
   std::vector<Token> run() {
     size_t pos = 0;
-    bool strip_next = false;  // the previous tag ended with '-': drop leading whitespace of the text
+    bool strip_next =
+        false;  // the previous tag ended with '-': drop leading whitespace of the text
     while (pos < src_.size()) {
       size_t open = find_tag(pos);
       std::string text = src_.substr(pos, open - pos);
-      if (strip_next) text.erase(0, std::find_if_not(text.begin(), text.end(), is_space) - text.begin());
+      if (strip_next)
+        text.erase(0, std::find_if_not(text.begin(), text.end(), is_space) - text.begin());
       strip_next = false;
       if (open == src_.size()) {
         emit_text(text, pos);
@@ -59,7 +64,8 @@ class Lexer {
         // lstrip_blocks: indentation alone on its line before {% or {# is dropped.
         const size_t line_start = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
         const bool at_line_start = line_start > 0 || pos == 0 || src_[pos - 1] == '\n';
-        if (at_line_start && std::all_of(text.begin() + static_cast<long>(line_start), text.end(), is_space)) {
+        if (at_line_start &&
+            std::all_of(text.begin() + static_cast<long>(line_start), text.end(), is_space)) {
           text.erase(line_start);
         }
       }
@@ -96,8 +102,8 @@ class Lexer {
   [[noreturn]] void fail(size_t offset, const std::string& message) const {
     Token t{};
     set_position(t, offset);
-    throw Error(ErrorKind::format,
-                "chat template " + std::to_string(t.line) + ":" + std::to_string(t.col) + ": " + message);
+    throw Error(ErrorKind::format, "chat template " + std::to_string(t.line) + ":" +
+                                       std::to_string(t.col) + ": " + message);
   }
 
   void emit(TokenKind kind, std::string value, size_t offset) {
@@ -109,7 +115,8 @@ class Lexer {
     if (!text.empty()) emit(TokenKind::text, std::move(text), offset);
   }
 
-  // After a closing %} or #}: '-' strips all following whitespace, otherwise trim_blocks eats one newline.
+  // After a closing %} or #}: '-' strips all following whitespace, otherwise trim_blocks eats one
+  // newline.
   size_t after_close(size_t pos, char sign, bool block, bool& strip_next) {
     if (sign == '-') {
       strip_next = true;
@@ -122,7 +129,8 @@ class Lexer {
   size_t end_comment(size_t open, size_t body, bool& strip_next) {
     const size_t close = src_.find("#}", body);
     if (close == std::string::npos) fail(open, "unclosed comment '{#'");
-    const char sign = close > body && (src_[close - 1] == '-' || src_[close - 1] == '+') ? src_[close - 1] : '\0';
+    const char sign =
+        close > body && (src_[close - 1] == '-' || src_[close - 1] == '+') ? src_[close - 1] : '\0';
     return after_close(close + 2, sign, true, strip_next);
   }
 
@@ -131,7 +139,8 @@ class Lexer {
     const char* close = variable ? "}}" : "%}";
     while (true) {
       while (pos < src_.size() && is_space(src_[pos])) ++pos;
-      if (pos >= src_.size()) fail(open, std::string("unclosed tag '") + (variable ? "{{" : "{%") + "'");
+      if (pos >= src_.size())
+        fail(open, std::string("unclosed tag '") + (variable ? "{{" : "{%") + "'");
       const char c = src_[pos];
       if ((c == '-' || c == '+') && src_.compare(pos + 1, 2, close) == 0) {
         emit(variable ? TokenKind::var_end : TokenKind::block_end, "", pos);
@@ -160,7 +169,9 @@ class Lexer {
     size_t pos = start;
     std::string spelling;
     auto digits = [&] {
-      while (pos < src_.size() && (is_digit(src_[pos]) || (src_[pos] == '_' && pos + 1 < src_.size() && is_digit(src_[pos + 1])))) {
+      while (pos < src_.size() &&
+             (is_digit(src_[pos]) ||
+              (src_[pos] == '_' && pos + 1 < src_.size() && is_digit(src_[pos + 1])))) {
         if (src_[pos] != '_') spelling += src_[pos];
         ++pos;
       }
@@ -202,9 +213,17 @@ class Lexer {
       if (pos >= src_.size()) fail(start, "unterminated string literal");
       const char e = src_[pos++];
       if (e == '\n') continue;  // a backslash-newline joins lines
-      const char simple = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '\\' ? '\\'
-                        : e == '\'' ? '\'' : e == '"' ? '"' : e == 'a' ? '\a' : e == 'b' ? '\b'
-                        : e == 'f' ? '\f' : e == 'v' ? '\v' : '\0';
+      const char simple = e == 'n'    ? '\n'
+                          : e == 't'  ? '\t'
+                          : e == 'r'  ? '\r'
+                          : e == '\\' ? '\\'
+                          : e == '\'' ? '\''
+                          : e == '"'  ? '"'
+                          : e == 'a'  ? '\a'
+                          : e == 'b'  ? '\b'
+                          : e == 'f'  ? '\f'
+                          : e == 'v'  ? '\v'
+                                      : '\0';
       if (simple != '\0') {
         value += simple;
       } else if (e == 'x' || e == 'u' || e == 'U') {
@@ -213,7 +232,10 @@ class Lexer {
         uint32_t cp = 0;
         for (size_t i = 0; i < len; ++i) {
           const char h = src_[pos + i];
-          const int d = is_digit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+          const int d = is_digit(h)              ? h - '0'
+                        : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                        : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                                 : -1;
           if (d < 0) fail(pos - 2, "truncated \\" + std::string(1, e) + " escape");
           cp = cp * 16 + static_cast<uint32_t>(d);
         }
@@ -249,7 +271,8 @@ class Lexer {
   std::vector<Token> tokens_;
 };
 
-// Jinja normalises every line ending to \n and, without keep_trailing_newline, drops one final newline.
+// Jinja normalises every line ending to \n and, without keep_trailing_newline, drops one final
+// newline.
 std::string normalize_newlines(const std::string& source) {
   std::string out;
   out.reserve(source.size());
@@ -267,6 +290,8 @@ std::string normalize_newlines(const std::string& source) {
 
 }  // namespace
 
-std::vector<Token> tokenize(const std::string& source) { return Lexer(normalize_newlines(source)).run(); }
+std::vector<Token> tokenize(const std::string& source) {
+  return Lexer(normalize_newlines(source)).run();
+}
 
 }  // namespace qwen3::chat

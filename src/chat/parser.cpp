@@ -1,9 +1,9 @@
 // Jinja parser: recursive descent with Jinja's operator precedence, statements by tag name.
 #include "chat/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <algorithm>
 #include <set>
 
 #include "chat/lexer.h"
@@ -16,19 +16,21 @@ class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
 
-  Template run() {
-    return parse_body({});
-  }
+  Template run() { return parse_body({}); }
 
  private:
-  const Token& peek(size_t ahead = 0) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
+  const Token& peek(size_t ahead = 0) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
   const Token& next() {
     const Token& t = peek();
     if (pos_ < tokens_.size() - 1) ++pos_;
     return t;
   }
   bool at_op(const char* op) const { return peek().kind == TokenKind::op && peek().value == op; }
-  bool at_name(const char* name) const { return peek().kind == TokenKind::name && peek().value == name; }
+  bool at_name(const char* name) const {
+    return peek().kind == TokenKind::name && peek().value == name;
+  }
   bool accept_op(const char* op) {
     if (!at_op(op)) return false;
     next();
@@ -41,8 +43,8 @@ class Parser {
   }
 
   [[noreturn]] void fail(const Token& at, const std::string& message) const {
-    throw Error(ErrorKind::format,
-                "chat template " + std::to_string(at.line) + ":" + std::to_string(at.col) + ": " + message);
+    throw Error(ErrorKind::format, "chat template " + std::to_string(at.line) + ":" +
+                                       std::to_string(at.col) + ": " + message);
   }
 
   static std::string describe(const Token& t) {
@@ -63,7 +65,8 @@ class Parser {
     return next().value;
   }
   void expect(TokenKind kind, const char* what) {
-    if (peek().kind != kind) fail(peek(), std::string("expected ") + what + ", got " + describe(peek()));
+    if (peek().kind != kind)
+      fail(peek(), std::string("expected ") + what + ", got " + describe(peek()));
     next();
   }
   void end_tag() { expect(TokenKind::block_end, "'%}'"); }
@@ -72,7 +75,8 @@ class Parser {
   struct Depth {
     Parser& p;
     Depth(Parser& parser, const Token& at) : p(parser) {
-      if (++p.depth_ > kMaxNesting) p.fail(at, "nesting deeper than " + std::to_string(kMaxNesting));
+      if (++p.depth_ > kMaxNesting)
+        p.fail(at, "nesting deeper than " + std::to_string(kMaxNesting));
     }
     ~Depth() { --p.depth_; }
   };
@@ -104,7 +108,8 @@ class Parser {
   // Consumes the tag that ended a body (its name is returned); at the end of input the block
   // opened by `opener` was never closed.
   std::string close_block(const Token& opener, const char* end_name) {
-    if (peek().kind == TokenKind::eof) fail(opener, "unclosed '" + opener.value + "' block: expected " + end_name);
+    if (peek().kind == TokenKind::eof)
+      fail(opener, "unclosed '" + opener.value + "' block: expected " + end_name);
     next();  // block_begin
     return next().value;
   }
@@ -292,8 +297,8 @@ class Parser {
     ExprPtr left = parse_math1();
     const Token& at = peek();
     std::string op;
-    if (at.kind == TokenKind::op && (at.value == "==" || at.value == "!=" || at.value == "<" || at.value == "<=" ||
-                                     at.value == ">" || at.value == ">=")) {
+    if (at.kind == TokenKind::op && (at.value == "==" || at.value == "!=" || at.value == "<" ||
+                                     at.value == "<=" || at.value == ">" || at.value == ">=")) {
       op = next().value;
     } else if (at_name("in")) {
       op = next().value;
@@ -306,8 +311,9 @@ class Parser {
     }
     ExprPtr cmp = binary(Expr::Kind::binary, at, op, std::move(left), parse_math1());
     const Token& after = peek();
-    if ((after.kind == TokenKind::op && (after.value == "==" || after.value == "!=" || after.value == "<" ||
-                                         after.value == "<=" || after.value == ">" || after.value == ">=")) ||
+    if ((after.kind == TokenKind::op &&
+         (after.value == "==" || after.value == "!=" || after.value == "<" || after.value == "<=" ||
+          after.value == ">" || after.value == ">=")) ||
         at_name("in")) {
       fail(after, "chained comparisons are not supported; join them with 'and'");
     }

@@ -19,7 +19,9 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
 }  // namespace
 
 ThinkSplitter::ThinkSplitter(bool enabled, bool opened_by_prompt)
-    : state_(!enabled ? State::content : opened_by_prompt ? State::reasoning : State::detect) {}
+    : state_(!enabled           ? State::content
+             : opened_by_prompt ? State::reasoning
+                                : State::detect) {}
 
 ThinkSplitter::Piece ThinkSplitter::push(std::string_view text) {
   held_ += text;

@@ -1,4 +1,5 @@
-// Python semantics for template values: truthiness, str(), json.dumps, float repr and the operators.
+// Python semantics for template values: truthiness, str(), json.dumps, float repr and the
+// operators.
 #include "chat/value.h"
 
 #include <algorithm>
@@ -17,15 +18,19 @@ void Site::fail(const std::string& message) const {
 }
 
 void Site::check_size(size_t size) const {
-  if (size > max_size) fail("value of " + std::to_string(size) + " exceeds the limit of " + std::to_string(max_size));
+  if (size > max_size)
+    fail("value of " + std::to_string(size) + " exceeds the limit of " + std::to_string(max_size));
 }
 
 void Site::check_items(size_t count) const {
-  if (count > max_items) fail("list of " + std::to_string(count) + " items exceeds the limit of " + std::to_string(max_items));
+  if (count > max_items)
+    fail("list of " + std::to_string(count) + " items exceeds the limit of " +
+         std::to_string(max_items));
 }
 
 void Site::check_nesting(const Json& element, int levels) const {
-  if (nesting_depth(element) + levels > kMaxDepth) fail("value nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  if (nesting_depth(element) + levels > kMaxDepth)
+    fail("value nested deeper than " + std::to_string(kMaxDepth) + " levels");
 }
 
 int nesting_depth(const Json& j) {
@@ -84,7 +89,8 @@ std::string float_repr(double d) {
     } else if (static_cast<int>(digits.size()) <= exponent + 1) {
       out = digits + std::string(static_cast<size_t>(exponent + 1) - digits.size(), '0') + ".0";
     } else {
-      out = digits.substr(0, static_cast<size_t>(exponent + 1)) + "." + digits.substr(static_cast<size_t>(exponent + 1));
+      out = digits.substr(0, static_cast<size_t>(exponent + 1)) + "." +
+            digits.substr(static_cast<size_t>(exponent + 1));
     }
     return sign + out;
   }
@@ -102,7 +108,8 @@ std::string json_string(const std::string& s) {
 }
 
 std::string python_str_repr(const std::string& s) {
-  const char quote = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
+  const char quote =
+      (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
   std::string out(1, quote);
   for (unsigned char c : s) {
     if (c == '\\' || c == static_cast<unsigned char>(quote)) {
@@ -166,7 +173,9 @@ void dump(const Json& j, int indent, int level, std::string& out) {
     out += j.get<bool>() ? "true" : "false";
   } else if (j.is_number_float()) {
     const double d = j.get<double>();
-    out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
+    out += std::isnan(d)   ? "NaN"
+           : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                           : float_repr(d);
   } else if (j.is_number()) {
     out += j.dump();
   } else if (j.empty()) {
@@ -254,7 +263,11 @@ std::vector<std::string_view> characters(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 1;
     if (i + len > s.size()) len = 1;
     for (size_t k = 1; k < len; ++k) {
       if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) {
@@ -278,7 +291,8 @@ Value arithmetic(const Site& site, std::string_view op, const Json& a, const Jso
     if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
     if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
     if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
-    if (overflow) site.fail("integer overflow");  // Python would grow a bignum; no template needs one
+    if (overflow)
+      site.fail("integer overflow");  // Python would grow a bignum; no template needs one
     if (op == "+" || op == "-" || op == "*") return Value::of(r);
     if (op == "//" || op == "%") {
       if (y == 0) site.fail("integer division or modulo by zero");
@@ -317,7 +331,8 @@ Value repeat(const Site& site, const Json& seq, int64_t times) {
   if (times <= 0) return Value::of(seq.is_string() ? Json("") : Json::array());
   const size_t unit = seq.is_string() ? seq.get_ref<const std::string&>().size() : seq.size();
   const size_t cap = seq.is_string() ? site.max_size : site.max_items;
-  if (unit != 0 && static_cast<uint64_t>(times) > cap / unit) site.fail("repetition exceeds the size limit");
+  if (unit != 0 && static_cast<uint64_t>(times) > cap / unit)
+    site.fail("repetition exceeds the size limit");
   Json out = seq.is_string() ? Json("") : Json::array();
   for (int64_t i = 0; i < times && unit != 0; ++i) {
     if (seq.is_string()) {
@@ -372,8 +387,10 @@ bool contains(const Site& site, const Value& container, const Value& item) {
   if (container.is_data()) {
     const Json& c = container.json();
     if (c.is_string()) {
-      if (!item.is_data() || !item.json().is_string()) site.fail("'in <string>' requires a string, got " + type_name(item));
-      return c.get_ref<const std::string&>().find(item.json().get_ref<const std::string&>()) != std::string::npos;
+      if (!item.is_data() || !item.json().is_string())
+        site.fail("'in <string>' requires a string, got " + type_name(item));
+      return c.get_ref<const std::string&>().find(item.json().get_ref<const std::string&>()) !=
+             std::string::npos;
     }
     if (c.is_array()) {
       for (const auto& e : c) {
@@ -381,10 +398,13 @@ bool contains(const Site& site, const Value& container, const Value& item) {
       }
       return false;
     }
-    if (c.is_object()) return item.is_data() && item.json().is_string() && c.contains(item.json().get<std::string>());
+    if (c.is_object())
+      return item.is_data() && item.json().is_string() &&
+             c.contains(item.json().get<std::string>());
   }
   if (container.kind == Value::Kind::ns) {
-    return item.is_data() && item.json().is_string() && container.attrs->contains(item.json().get<std::string>());
+    return item.is_data() && item.json().is_string() &&
+           container.attrs->contains(item.json().get<std::string>());
   }
   site.fail("argument of type " + type_name(container) + " is not iterable");
 }
@@ -403,13 +423,15 @@ Value binary_op(const Site& site, std::string_view op, const Value& a, const Val
     return Value::of(std::move(s));
   }
   if (!a.is_data() || !b.is_data()) {
-    site.fail("unsupported operand types for " + std::string(op) + ": " + type_name(a) + " and " + type_name(b));
+    site.fail("unsupported operand types for " + std::string(op) + ": " + type_name(a) + " and " +
+              type_name(b));
   }
   const Json& x = a.json();
   const Json& y = b.json();
   if (is_number(x) && is_number(y)) return arithmetic(site, op, x, y);
   if (op == "+" && x.is_string() && y.is_string()) {
-    site.check_size(x.get_ref<const std::string&>().size() + y.get_ref<const std::string&>().size());
+    site.check_size(x.get_ref<const std::string&>().size() +
+                    y.get_ref<const std::string&>().size());
     return Value::of(x.get<std::string>() + y.get_ref<const std::string&>());
   }
   if (op == "+" && x.is_array() && y.is_array()) {
@@ -419,9 +441,12 @@ Value binary_op(const Site& site, std::string_view op, const Value& a, const Val
     return Value::of(std::move(out));
   }
   int64_t times = 0;
-  if (op == "*" && (x.is_string() || x.is_array()) && !y.is_boolean() && as_int(y, times)) return repeat(site, x, times);
-  if (op == "*" && (y.is_string() || y.is_array()) && !x.is_boolean() && as_int(x, times)) return repeat(site, y, times);
-  site.fail("unsupported operand types for " + std::string(op) + ": " + type_name(a) + " and " + type_name(b));
+  if (op == "*" && (x.is_string() || x.is_array()) && !y.is_boolean() && as_int(y, times))
+    return repeat(site, x, times);
+  if (op == "*" && (y.is_string() || y.is_array()) && !x.is_boolean() && as_int(x, times))
+    return repeat(site, y, times);
+  site.fail("unsupported operand types for " + std::string(op) + ": " + type_name(a) + " and " +
+            type_name(b));
 }
 
 }  // namespace qwen3::chat

@@ -1,4 +1,5 @@
-// Template values: JSON data (shared, zero-copy views into messages), Jinja's undefined, namespaces, builtins.
+// Template values: JSON data (shared, zero-copy views into messages), Jinja's undefined,
+// namespaces, builtins.
 #pragma once
 
 #include <cstddef>
@@ -13,13 +14,15 @@
 
 namespace qwen3::chat {
 
-// Insertion-ordered, because HF's tojson is json.dumps(sort_keys=False): tool schemas keep their key order.
+// Insertion-ordered, because HF's tojson is json.dumps(sort_keys=False): tool schemas keep their
+// key order.
 using Json = nlohmann::ordered_json;
 
 struct Value {
   enum class Kind { undefined, data, ns, function };
   Kind kind = Kind::undefined;
-  // Immutable and shared: attribute access aliases into the parent instead of copying a whole conversation.
+  // Immutable and shared: attribute access aliases into the parent instead of copying a whole
+  // conversation.
   std::shared_ptr<const Json> data;
   std::shared_ptr<Json> attrs;  // ns: the namespace's attributes, mutable and shared by every copy
   std::string name;             // function: the builtin's or macro's name

@@ -11,11 +11,14 @@ namespace qwen3::cpu {
 
 // Up to S::MR_batch tokens (decode, batched decode): every row of x in one tile, so the weights
 // stream from memory once, with as many W rows in flight as the registers hold. Short prompts:
-// tiles of S::MR rows over W panels kept in L2. Long prompts: packed panels. All give the same bits.
+// tiles of S::MR rows over W panels kept in L2. Long prompts: packed panels. All give the same
+// bits.
 template <class S, class W>
-void matmul(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
+void matmul(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y,
+            int ldy) {
   if (T <= S::MR_batch)
-    return row_group_of<S, W, S::MR_batch>(T, x, size_t(T) * k_step<S, W>(), K, w, lead, n0, n1, y, ldy);
+    return row_group_of<S, W, S::MR_batch>(T, x, size_t(T) * k_step<S, W>(), K, w, lead, n0, n1, y,
+                                           ldy);
   if (T >= S::packed_min_tokens) return packed_matmul<S, W>(x, T, K, w, lead, n0, n1, y, ldy);
   blocked<S, W, S::MR>(x, T, K, w, lead, n0, n1, y, ldy);
 }
@@ -29,7 +32,8 @@ void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
 }
 
 template <class S>
-size_t prepared_floats(int T, int K) {  // any dtype's: rows padded to whole chunks of at most 2 x lanes
+size_t prepared_floats(int T,
+                       int K) {  // any dtype's: rows padded to whole chunks of at most 2 x lanes
   return T >= S::packed_min_tokens ? packed_x_floats<S>(T, K) : size_t(T) * (K + 2 * S::lanes);
 }
 

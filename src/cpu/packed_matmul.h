@@ -31,7 +31,9 @@ template <class S, class W, int NR>
 void pack_panel(const void* w, int K, int lead, int n, int rows, float* out) {
   constexpr int L = S::lanes, P = kPaired<W> ? 2 : 1;
   const int kv = K - K % k_step<S, W>(), J = kv / L;
-  auto at = [&](int i, int j, int g) { return out + i * lane_run(J, NR * L) + (size_t(j) * NR + g) * L; };
+  auto at = [&](int i, int j, int g) {
+    return out + i * lane_run(J, NR * L) + (size_t(j) * NR + g) * L;
+  };
   for (int g = 0; g < NR; ++g)
     for (int j = 0; j < J; j += P) {
       typename S::V v[L];
@@ -74,8 +76,10 @@ void pack_row(const float* x, int K, int t, float* out) {
   const float* xr = x + size_t(t) * K;
   float* tile = out + size_t(t / MR) * packed_size(K, L, L) + t % MR;
   for (int i = 0; i < L; ++i)
-    for (int j = 0; j < J; ++j)  // lane i's step j: of each chunk of 2 x lanes, element 2i or 2i + 1 for bf16
-      tile[i * lane_run(J, L) + size_t(j) * L] = xr[kPaired<W> ? j / 2 * 2 * L + 2 * i + j % 2 : j * L + i];
+    for (int j = 0; j < J;
+         ++j)  // lane i's step j: of each chunk of 2 x lanes, element 2i or 2i + 1 for bf16
+      tile[i * lane_run(J, L) + size_t(j) * L] =
+          xr[kPaired<W> ? j / 2 * 2 * L + 2 * i + j % 2 : j * L + i];
   for (int k = kv; k < K; ++k) tile[L * lane_run(J, L) + size_t(k - kv) * L] = xr[k];
 }
 
@@ -88,8 +92,10 @@ void pack_tile(const float* x, int K, float* tile) {
     typename S::V v[P][L];  // v[p][r]: row r's terms of step j + p, one per lane
     for (int r = 0; r < L; ++r) {
       const float* at = x + size_t(r) * K + size_t(j) * L;
-      if (r >= MR) for (auto& vp : v) vp[r] = S::zero();
-      else if constexpr (kPaired<W>) S::deinterleave(S::load(at), S::load(at + L), v[0][r], v[1][r]);
+      if (r >= MR)
+        for (auto& vp : v) vp[r] = S::zero();
+      else if constexpr (kPaired<W>)
+        S::deinterleave(S::load(at), S::load(at + L), v[0][r], v[1][r]);
       else v[0][r] = S::load(at);
     }
     for (int p = 0; p < P; ++p) {
@@ -98,7 +104,8 @@ void pack_tile(const float* x, int K, float* tile) {
     }
   }
   for (int r = 0; r < MR; ++r)
-    for (int k = kv; k < K; ++k) tile[L * lane_run(J, L) + size_t(k - kv) * L + r] = x[size_t(r) * K + k];
+    for (int k = kv; k < K; ++k)
+      tile[L * lane_run(J, L) + size_t(k - kv) * L + r] = x[size_t(r) * K + k];
 }
 
 // Rows [t0, t1) of x packed: whole tiles by transposes, the rows of tiles split with other calls
@@ -109,7 +116,8 @@ void pack_rows(const float* x, int K, int t0, int t1, float* out) {
   int t = t0;
   for (; t < t1 && t % MR; ++t) pack_row<S, W>(x, K, t, out);
   for (; t + MR <= t1; t += MR)
-    pack_tile<S, W>(x + size_t(t) * K, K, out + size_t(t / MR) * packed_size(K, S::lanes, S::lanes));
+    pack_tile<S, W>(x + size_t(t) * K, K,
+                    out + size_t(t / MR) * packed_size(K, S::lanes, S::lanes));
   for (; t < t1; ++t) pack_row<S, W>(x, K, t, out);
 }
 
@@ -117,8 +125,8 @@ void pack_rows(const float* x, int K, int t0, int t1, float* out) {
 // Lanes L/2 .. L-1 fold into the partials of lanes 0 .. L/2-1 straight from the registers; `part`
 // holds L/2 x MR x NR vectors.
 template <class S, int MR, int NR>
-inline void packed_tile(const float* xp, const float* wp, int K, int J, float* part, float* y, int ldy, int rows,
-                        int cols) {
+inline void packed_tile(const float* xp, const float* wp, int K, int J, float* part, float* y,
+                        int ldy, int rows, int cols) {
   using V = typename S::V;
   constexpr int L = S::lanes, H = L / 2;
   auto at = [&](int i, int r, int c) { return part + ((size_t(i) * MR + r) * NR + c) * L; };
@@ -130,7 +138,8 @@ inline void packed_tile(const float* xp, const float* wp, int K, int J, float* p
     const float* ws = wp + i * lane_run(J, NR * L);
 #pragma GCC unroll 2
     for (int j = 0; j < J; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(xs + size_t(j) * L) + kPrefetchBytes, _MM_HINT_T0);  // x comes from L3
+      _mm_prefetch(reinterpret_cast<const char*>(xs + size_t(j) * L) + kPrefetchBytes,
+                   _MM_HINT_T0);  // x comes from L3
       V wv[NR];
       for (int c = 0; c < NR; ++c) wv[c] = S::load(ws + (size_t(j) * NR + c) * L);
       for (int r = 0; r < MR; ++r) {
@@ -145,13 +154,15 @@ inline void packed_tile(const float* xp, const float* wp, int K, int J, float* p
   for (int h = H / 2; h >= 1; h /= 2)  // the rest of hsum's fold
     for (int i = 0; i < h; ++i)
       for (int r = 0; r < MR; ++r)
-        for (int c = 0; c < NR; ++c) S::store(at(i, r, c), S::add(S::load(at(i, r, c)), S::load(at(i + h, r, c))));
+        for (int c = 0; c < NR; ++c)
+          S::store(at(i, r, c), S::add(S::load(at(i, r, c)), S::load(at(i + h, r, c))));
   const int kv = J * L;  // the K tail, in order, after the fold (as the dot tiles add it)
   for (int k = kv; k < K; ++k)
     for (int r = 0; r < MR; ++r) {
       const V xb = S::set1(xp[L * lane_run(J, L) + size_t(k - kv) * L + r]);
       const float* wk = wp + L * lane_run(J, NR * L) + size_t(k - kv) * NR * L;
-      for (int c = 0; c < NR; ++c) S::store(at(0, r, c), S::fma(xb, S::load(wk + c * L), S::load(at(0, r, c))));
+      for (int c = 0; c < NR; ++c)
+        S::store(at(0, r, c), S::fma(xb, S::load(wk + c * L), S::load(at(0, r, c))));
     }
   for (int r = 0; r < rows; ++r)  // the tile's valid rows and columns of y
     for (int c = 0; c < NR; ++c) {
@@ -173,7 +184,8 @@ inline void prefetch_share(const void* w, int K, int n, int rows, int part, int 
 // The product for many tokens, x packed by pack_rows: W in panels of NR x lanes rows, each
 // packed once and taken (from L2) by every MR-token tile.
 template <class S, class W>
-void packed_matmul(const float* xp, int T, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
+void packed_matmul(const float* xp, int T, int K, const void* w, int lead, int n0, int n1, float* y,
+                   int ldy) {
   constexpr int MR = S::packed_mr, NR = S::packed_nr, PR = NR * S::lanes;
   const int J = (K - K % k_step<S, W>()) / S::lanes, tiles = (T + MR - 1) / MR;
   thread_local io::Buffer<float> wp, part;
@@ -183,10 +195,12 @@ void packed_matmul(const float* xp, int T, int K, const void* w, int lead, int n
     const int rows = std::min(PR, n1 - n), next_rows = std::clamp(n1 - n - PR, 0, PR);
     pack_panel<S, W, NR>(w, K, lead, n, rows, wp.data());
     for (int tile = 0; tile < tiles; ++tile) {
-      // Each tile fetches its share of the next panel's rows into L2, so packing it waits on no memory.
+      // Each tile fetches its share of the next panel's rows into L2, so packing it waits on no
+      // memory.
       prefetch_share<W>(w, K, n + PR, next_rows, tile, tiles);
-      packed_tile<S, MR, NR>(xp + tile * packed_size(K, S::lanes, S::lanes), wp.data(), K, J, part.data(),
-                             y + size_t(tile) * MR * ldy + n, ldy, std::min(MR, T - tile * MR), rows);
+      packed_tile<S, MR, NR>(xp + tile * packed_size(K, S::lanes, S::lanes), wp.data(), K, J,
+                             part.data(), y + size_t(tile) * MR * ldy + n, ldy,
+                             std::min(MR, T - tile * MR), rows);
     }
   }
 }

@@ -33,7 +33,8 @@ struct Grouped;
 template <class S>
 struct Grouped<S, DType::q8_0> {
   using I = typename S::I;
-  static constexpr int bytes = kQ8Bytes, steps = kQuantBlock / kQuantChunk, corr = S::vnni ? -128 : 0;
+  static constexpr int bytes = kQ8Bytes, steps = kQuantBlock / kQuantChunk,
+                       corr = S::vnni ? -128 : 0;
   struct Wp {
     I u, w;
   };
@@ -62,7 +63,9 @@ struct Grouped<S, DType::q4_0> {
     const I w = S::load(q + step % 4 * kQuantRows * kQuantChunk);
     return {step < 4 ? S::nib_lo(w) : S::nib_hi(w)};
   }
-  static constexpr int xoff(int step) { return step / 4 * kQuantBlock / 2 + step % 4 * kQuantChunk; }
+  static constexpr int xoff(int step) {
+    return step / 4 * kQuantBlock / 2 + step % 4 * kQuantChunk;
+  }
   static I dot(const Wp& w, I x, I acc) { return S::udot(w.u, x, acc); }
 };
 
@@ -70,8 +73,8 @@ struct Grouped<S, DType::q4_0> {
 // its first). Per block, the prepared weights and the 16 scales serve all MR tokens, and each
 // token pays one convert, one scale product and one FMA per S::lanes outputs.
 template <class S, DType W, int MR>
-inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, int K, const uint8_t* g, float* y,
-                       int ldy, int lo, int hi) {
+inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, int K,
+                       const uint8_t* g, float* y, int ldy, int lo, int hi) {
   using F = Grouped<S, W>;
   using I = typename S::I;
   using V = typename S::V;
@@ -83,14 +86,16 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
     for (int v = 0; v < nv; ++v) acc[r][v] = S::zero();
   for (int b = 0; b < nb; ++b) {
     const uint8_t* blk = g + size_t(b) * kQuantRows * F::bytes;
-    if constexpr (MR == 1)  // into L2, 8 KiB ahead: q4 decode 5% faster than into L1 (T0) at any distance
+    if constexpr (MR ==
+                  1)  // into L2, 8 KiB ahead: q4 decode 5% faster than into L1 (T0) at any distance
       for (int l = 0; l < kQuantRows * F::bytes; l += 64)
         _mm_prefetch(reinterpret_cast<const char*>(blk) + 16 * kPrefetchBytes + l, _MM_HINT_T1);
     V ws[nv];
     typename F::Wp wp[F::steps][nv];
     for (int v = 0; v < nv; ++v) {
       ws[v] = S::scales(blk + 2 * S::lanes * v);
-      for (int s = 0; s < F::steps; ++s) wp[s][v] = F::prep(blk + 2 * kQuantRows + kQuantChunk * S::lanes * v, s);
+      for (int s = 0; s < F::steps; ++s)
+        wp[s][v] = F::prep(blk + 2 * kQuantRows + kQuantChunk * S::lanes * v, s);
     }
     // Unrolled, so that acc stays in registers (a rolled loop indexes it in memory: q4 30% slower).
 #pragma GCC unroll 16
@@ -104,7 +109,8 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
 #pragma GCC unroll 16
       for (int s = 0; s < F::steps; ++s) {
         const I xb = S::bcast4(x + F::xoff(s));
-        for (int v = 0; v < nv; ++v) isum[s % chains][v] = F::dot(wp[s][v], xb, isum[s % chains][v]);
+        for (int v = 0; v < nv; ++v)
+          isum[s % chains][v] = F::dot(wp[s][v], xb, isum[s % chains][v]);
       }
       const V xs = S::set1(xd[r * nb + b]);
       for (int v = 0; v < nv; ++v) {
@@ -121,34 +127,36 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
 
 // Tiles of MR tokens, then the remaining 1..MR-1 tokens as one smaller tile.
 template <class S, DType W, int MR>
-inline void group_tokens(int T, const int8_t* xq, const float* xd, const int32_t* xsum, int K, const uint8_t* g,
-                         float* y, int ldy, int lo, int hi) {
+inline void group_tokens(int T, const int8_t* xq, const float* xd, const int32_t* xsum, int K,
+                         const uint8_t* g, float* y, int ldy, int lo, int hi) {
   const int nb = K / kQuantBlock;
   int t = 0;
   for (; t + MR <= T; t += MR)
-    group_tile<S, W, MR>(xq + size_t(t) * K, xd + size_t(t) * nb, xsum + size_t(t) * nb, K, g, y + size_t(t) * ldy,
-                         ldy, lo, hi);
+    group_tile<S, W, MR>(xq + size_t(t) * K, xd + size_t(t) * nb, xsum + size_t(t) * nb, K, g,
+                         y + size_t(t) * ldy, ldy, lo, hi);
   if constexpr (MR > 1)
     if (t < T)
-      group_tokens<S, W, MR - 1>(T - t, xq + size_t(t) * K, xd + size_t(t) * nb, xsum + size_t(t) * nb, K, g,
-                                 y + size_t(t) * ldy, ldy, lo, hi);
+      group_tokens<S, W, MR - 1>(T - t, xq + size_t(t) * K, xd + size_t(t) * nb,
+                                 xsum + size_t(t) * nb, K, g, y + size_t(t) * ldy, ldy, lo, hi);
 }
 
 // Tokens in blocks that stay in L2 while row groups stream past once; each group stays in L1/L2
 // while the block's tokens take it in tiles.
 template <class S, DType W>
-void matmul_quant(const int8_t* xq, const float* xd, const int32_t* xsum, int T, int K, const void* wv, int N, int n0,
-                  int n1, float* y, int ldy) {
+void matmul_quant(const int8_t* xq, const float* xd, const int32_t* xsum, int T, int K,
+                  const void* wv, int N, int n0, int n1, float* y, int ldy) {
   constexpr int kTokenBlock = 64;
   const auto* w = static_cast<const uint8_t*>(wv);
   const int nb = K / kQuantBlock;
   const size_t rb = row_bytes(W, K);
-  auto groups = [&](const uint8_t* g0, int first, int end) {  // groups from row `first` at g0, up to row end
+  auto groups = [&](const uint8_t* g0, int first,
+                    int end) {  // groups from row `first` at g0, up to row end
     for (int t0 = 0; t0 < T; t0 += kTokenBlock)
       for (int g = std::max(n0, first) / kQuantRows * kQuantRows; g < end; g += kQuantRows)
-        group_tokens<S, W, S::MR>(std::min(T - t0, kTokenBlock), xq + size_t(t0) * K, xd + size_t(t0) * nb,
-                                  xsum + size_t(t0) * nb, K, g0 + (g - first) * rb, y + size_t(t0) * ldy + g,
-                                  ldy, std::max(n0 - g, 0), std::min(end - g, kQuantRows));
+        group_tokens<S, W, S::MR>(std::min(T - t0, kTokenBlock), xq + size_t(t0) * K,
+                                  xd + size_t(t0) * nb, xsum + size_t(t0) * nb, K,
+                                  g0 + (g - first) * rb, y + size_t(t0) * ldy + g, ldy,
+                                  std::max(n0 - g, 0), std::min(end - g, kQuantRows));
   };
   const int full = N / kQuantRows * kQuantRows;
   groups(w, 0, std::min(n1, full));
@@ -164,7 +172,8 @@ void matmul_quant(const int8_t* xq, const float* xd, const int32_t* xsum, int T,
 
 template <class S>
 void quantize_x(const float* x, int K, int8_t* q, float* d, int32_t* sum) {
-  for (int b = 0; b < K / kQuantBlock; ++b) S::quantize_block(x + b * kQuantBlock, q + b * kQuantBlock, d + b, sum + b);
+  for (int b = 0; b < K / kQuantBlock; ++b)
+    S::quantize_block(x + b * kQuantBlock, q + b * kQuantBlock, d + b, sum + b);
 }
 
 template <class S>

@@ -9,8 +9,8 @@
 // zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_part(v,
 // p, lo, hi) (v with lanes [lo, hi) loaded from p; nothing outside them touched), load_f16,
 // load_pairs, bf16_even / bf16_odd (see below), deinterleave(a, b, even, odd) (the even- and the
-// odd-indexed elements of the 2 x lanes floats a, b), transpose(V[lanes]) (v[i] becomes lane i of every
-// v), fma(a, b, acc), hsum(V) (folding the lanes in halves: (i, i + lanes/2) first),
+// odd-indexed elements of the 2 x lanes floats a, b), transpose(V[lanes]) (v[i] becomes lane i of
+// every v), fma(a, b, acc), hsum(V) (folding the lanes in halves: (i, i + lanes/2) first),
 // hsum_lanes(V[lanes]) (lane j = hsum(v[j]), bit for bit).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
@@ -81,7 +81,8 @@ int lead_for(const void* w, int K) {
 
 // The W chunk at element k of a row as one vector (bf16: as pairs). Wrap: chunk 0 of a row
 // rotated by a lead (k = -lead), its lanes from the row's end, then from its start; float and
-// bf16 only (f16 has no lead). Inlined: a call spilled the tiles' accumulators (6-row tiles 1.25x slower).
+// bf16 only (f16 has no lead). Inlined: a call spilled the tiles' accumulators (6-row tiles 1.25x
+// slower).
 template <class S, class W, bool Wrap>
 [[gnu::always_inline]] inline typename S::V load_chunk(const void* row, int k, int K) {
   if constexpr (!Wrap) {
@@ -89,14 +90,21 @@ template <class S, class W, bool Wrap>
     else return load_w<S, W>(row, k);
   } else {
     const int lead = -k, split = lead / (kPaired<W> ? 2 : 1);  // lanes from the row's end
-    auto at = [&](int i) { return reinterpret_cast<const float*>(static_cast<const char*>(row) + ptrdiff_t(i) * sizeof_w<W>()); };
-    return S::load_part(S::load_part(S::zero(), at(-lead), split, S::lanes), at(K - lead), 0, split);
+    auto at = [&](int i) {
+      return reinterpret_cast<const float*>(static_cast<const char*>(row) +
+                                            ptrdiff_t(i) * sizeof_w<W>());
+    };
+    return S::load_part(S::load_part(S::zero(), at(-lead), split, S::lanes), at(K - lead), 0,
+                        split);
   }
 }
 
 template <class W>
 inline float scalar_w(const void* w, size_t i) {
-  return float_at(std::is_same_v<W, float> ? DType::f32 : std::is_same_v<W, Bf16> ? DType::bf16 : DType::f16, w, i);
+  return float_at(std::is_same_v<W, float>  ? DType::f32
+                  : std::is_same_v<W, Bf16> ? DType::bf16
+                                            : DType::f16,
+                  w, i);
 }
 
 // For a tile of `rows` W rows of row_bytes from `first`: the first lines of the next tile's rows
@@ -110,7 +118,8 @@ inline void prefetch_next_rows(const char* first, int rows, size_t row_bytes) {
   if (rows == 1) return;
   const char* next = first + rows * row_bytes;
   for (int r = 0; r < rows; ++r)
-    for (size_t b = 0; b < kRowStartBytes; b += 64) _mm_prefetch(next + r * row_bytes + b, _MM_HINT_T0);
+    for (size_t b = 0; b < kRowStartBytes; b += 64)
+      _mm_prefetch(next + r * row_bytes + b, _MM_HINT_T0);
 }
 
 // Pins v to a register: without it GCC folds a loaded x vector into each of a tile's NR
@@ -154,14 +163,16 @@ inline void fma_row(typename S::V xv, const typename S::V* w, typename S::V* acc
 // order: the same sequence of operations for every tile shape, so batching never changes a result.
 // x is the tile's first row in interleave_rows' layout, each chunk xs floats after the one before.
 template <class S, class W, int MR, int NR>
-inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int n, float* y, int ldy) {
+inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int n, float* y,
+                 int ldy) {
   constexpr int ks = k_step<S, W>();
   using V = typename S::V;
   V acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) acc[r][c] = S::zero();
   const char* rows[NR];
-  for (int c = 0; c < NR; ++c) rows[c] = static_cast<const char*>(w) + size_t(n + c) * K * sizeof_w<W>();
+  for (int c = 0; c < NR; ++c)
+    rows[c] = static_cast<const char*>(w) + size_t(n + c) * K * sizeof_w<W>();
   const float* xk = x;  // the current chunk's
   // The chunk at element k; wrap: a lead's chunk 0. Inlined, or acc leaves the registers (the
   // GNU spelling: a [[gnu::always_inline]] after the parameters binds to the lambda's type).
@@ -195,7 +206,8 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int 
     for (int r = 0; r < MR; ++r)
       for (int c = 0; c < NR; ++c)
         for (int k = kv; k < K; ++k)
-          sums[r * NR + c] = std::fma(xk[r * ks + k - kv], scalar_w<W>(w, size_t(n + c) * K + k), sums[r * NR + c]);
+          sums[r * NR + c] = std::fma(xk[r * ks + k - kv], scalar_w<W>(w, size_t(n + c) * K + k),
+                                      sums[r * NR + c]);
   // A copy per row, not a store per output behind a check of the tail (no tail in any Qwen3
   // product: 52 of the 8 x 3 tile's ~190 cycles outside its loop).
   for (int r = 0; r < MR; ++r) std::copy_n(sums + r * NR, NR, y + size_t(r) * ldy + n);
@@ -203,7 +215,8 @@ inline void tile(const float* x, size_t xs, int K, const void* w, int lead, int 
 
 // MR rows of x against W rows [n0, n1) in tiles of NR rows.
 template <class S, class W, int MR, int NR>
-inline void row_group(const float* x, size_t xs, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
+inline void row_group(const float* x, size_t xs, int K, const void* w, int lead, int n0, int n1,
+                      float* y, int ldy) {
   int n = n0;
   for (; n + NR <= n1; n += NR) tile<S, W, MR, NR>(x, xs, K, w, lead, n, y, ldy);
   for (; n < n1; ++n) tile<S, W, MR, 1>(x, xs, K, w, lead, n, y, ldy);
@@ -212,10 +225,11 @@ inline void row_group(const float* x, size_t xs, int K, const void* w, int lead,
 // row_group for a number of rows known only at run time (1 .. MR). Without NR, tiles take S::nr
 // W rows.
 template <class S, class W, int MR, int NR = 0>
-inline void row_group_of(int rows, const float* x, size_t xs, int K, const void* w, int lead, int n0, int n1,
-                         float* y, int ldy) {
+inline void row_group_of(int rows, const float* x, size_t xs, int K, const void* w, int lead,
+                         int n0, int n1, float* y, int ldy) {
   if constexpr (MR > 0) {
-    if (rows == MR) return row_group<S, W, MR, NR ? NR : S::nr(MR)>(x, xs, K, w, lead, n0, n1, y, ldy);
+    if (rows == MR)
+      return row_group<S, W, MR, (NR ? NR : S::nr(MR))>(x, xs, K, w, lead, n0, n1, y, ldy);
     row_group_of<S, W, MR - 1, NR>(rows, x, xs, K, w, lead, n0, n1, y, ldy);
   }
 }
@@ -247,8 +261,7 @@ void interleave_rows(const float* x, int T, int K, int t0, int t1, float* out) {
         S::deinterleave(S::load(src + k), S::load(src + k + S::lanes), even, odd);
         S::store(dst, even);
         S::store(dst + S::lanes, odd);
-      } else
-        std::copy(src + k, src + std::min(K, k + ks), dst);
+      } else std::copy(src + k, src + std::min(K, k + ks), dst);
     }
   }
 }
@@ -257,7 +270,8 @@ void interleave_rows(const float* x, int T, int K, int t0, int t1, float* out) {
 // kPanelBytes that stay in L2 while each MR-row tile of the block takes the whole panel, NR rows
 // at a time (the tile's x stays in L1: measured 11% faster than tiles sharing NR rows of W).
 template <class S, class W, int MR>
-void blocked(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
+void blocked(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y,
+             int ldy) {
   constexpr int kTokenBlock = MR * (64 / MR), NR = S::nr(MR), ks = k_step<S, W>();
   static_assert(x_group<S>(S::MR_batch + 1) == MR);  // x in groups of MR rows (interleave_rows)
   const size_t row_floats = size_t(K + ks - 1) / ks * ks;  // of x as interleaved
@@ -269,10 +283,11 @@ void blocked(const float* x, int T, int K, const void* w, int lead, int n0, int 
       const int ne = nb + NP < n1 ? nb + NP : n1;
       int t = t0;
       for (; t + MR <= t1; t += MR)
-        row_group<S, W, MR, NR>(x + t * row_floats, MR * ks, K, w, lead, nb, ne, y + size_t(t) * ldy, ldy);
+        row_group<S, W, MR, NR>(x + t * row_floats, MR * ks, K, w, lead, nb, ne,
+                                y + size_t(t) * ldy, ldy);
       if (t < t1)  // the last rows of x: its last, shorter group
-        row_group_of<S, W, MR - 1, NR>(t1 - t, x + t * row_floats, (t1 - t) * ks, K, w, lead, nb, ne,
-                                       y + size_t(t) * ldy, ldy);
+        row_group_of<S, W, MR - 1, NR>(t1 - t, x + t * row_floats, (t1 - t) * ks, K, w, lead, nb,
+                                       ne, y + size_t(t) * ldy, ldy);
     }
   }
 }
@@ -301,7 +316,8 @@ inline void key_tile(const float* q, int ldq, int D, const void* k, int p0, floa
 
 // key_tile for rows (1 .. RB) and vectors (1 .. NV) known only at run time.
 template <class S, class W, int RB, int NV>
-inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const void* k, int p0, float* s, int lds) {
+inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const void* k, int p0,
+                        float* s, int lds) {
   if constexpr (RB > 0 && NV > 0) {
     if (rows < RB) return key_tile_of<S, W, RB - 1, NV>(rows, nv, q, ldq, D, k, p0, s, lds);
     if (nv < NV) return key_tile_of<S, W, RB, NV - 1>(rows, nv, q, ldq, D, k, p0, s, lds);
@@ -312,12 +328,13 @@ inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const 
 // Tiles of RB queries x NV vectors of keys; each group of NV vectors of keys stays in L1 while
 // every query takes it.
 template <class S, class W, int RB, int NV>
-void key_scores_in_tiles(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds) {
+void key_scores_in_tiles(const float* q, int ldq, int R, int D, const void* k, int P, float* s,
+                         int lds) {
   const int vectors = ops::whole_key_blocks(P) / S::lanes;
   for (int c = 0; c < vectors; c += NV)
     for (int r = 0; r < R; r += RB)
-      key_tile_of<S, W, RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), q + size_t(r) * ldq, ldq, D, k,
-                                c * S::lanes, s + size_t(r) * lds, lds);
+      key_tile_of<S, W, RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), q + size_t(r) * ldq,
+                                ldq, D, k, c * S::lanes, s + size_t(r) * lds, lds);
 }
 
 template <class S, class W>
@@ -332,7 +349,8 @@ void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, flo
 // RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in
 // registers for the whole sum over p. Values are of type W (float or F16).
 template <class S, class W, int RB, int CH>
-inline void weighted_block(const float* a, int lda, int P, const void* v, int D, int d, float* out, int ldo) {
+inline void weighted_block(const float* a, int lda, int P, const void* v, int D, int d, float* out,
+                           int ldo) {
   using V = typename S::V;
   V acc[RB][CH];
   for (int r = 0; r < RB; ++r)
@@ -351,25 +369,29 @@ inline void weighted_block(const float* a, int lda, int P, const void* v, int D,
 
 // RB rows of out, all D columns: each value vector loaded serves RB rows.
 template <class S, class W, int RB>
-inline void weighted_rows(const float* a, int lda, int P, const void* v, int D, float* out, int ldo) {
+inline void weighted_rows(const float* a, int lda, int P, const void* v, int D, float* out,
+                          int ldo) {
   // 8 vectors per pass (a whole 128-wide row of values, read contiguously: decode's one or two
   // rows) where RB x 8 accumulators, the 8 values and the weight fit the registers; else 4.
   constexpr int CH = RB * 8 + 8 + 1 <= S::registers ? 8 : 4;
   const int dv = D - D % S::lanes;
   int d = 0;
-  for (; d + CH * S::lanes <= dv; d += CH * S::lanes) weighted_block<S, W, RB, CH>(a, lda, P, v, D, d, out, ldo);
+  for (; d + CH * S::lanes <= dv; d += CH * S::lanes)
+    weighted_block<S, W, RB, CH>(a, lda, P, v, D, d, out, ldo);
   for (; d < dv; d += S::lanes) weighted_block<S, W, RB, 1>(a, lda, P, v, D, d, out, ldo);
   for (int r = 0; r < RB; ++r)  // columns past the last full vector
     for (int dd = dv; dd < D; ++dd) {
       float acc = 0;
-      for (int p = 0; p < P; ++p) acc = std::fma(a[size_t(r) * lda + p], scalar_w<W>(v, size_t(p) * D + dd), acc);
+      for (int p = 0; p < P; ++p)
+        acc = std::fma(a[size_t(r) * lda + p], scalar_w<W>(v, size_t(p) * D + dd), acc);
       out[size_t(r) * ldo + dd] = acc;
     }
 }
 
 // weighted_rows for a number of rows known only at run time (1 .. RB).
 template <class S, class W, int RB>
-inline void weighted_rows_of(int rows, const float* a, int lda, int P, const void* v, int D, float* out, int ldo) {
+inline void weighted_rows_of(int rows, const float* a, int lda, int P, const void* v, int D,
+                             float* out, int ldo) {
   if constexpr (RB > 0) {
     if (rows == RB) return weighted_rows<S, W, RB>(a, lda, P, v, D, out, ldo);
     weighted_rows_of<S, W, RB - 1>(rows, a, lda, P, v, D, out, ldo);
@@ -377,17 +399,22 @@ inline void weighted_rows_of(int rows, const float* a, int lda, int P, const voi
 }
 
 template <class S, class W>
-void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo) {
+void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out,
+                  int ldo) {
   constexpr int RB = S::weighted_rows;
   int r = 0;
-  for (; r + RB <= R; r += RB) weighted_rows<S, W, RB>(a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
-  if (r < R) weighted_rows_of<S, W, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
+  for (; r + RB <= R; r += RB)
+    weighted_rows<S, W, RB>(a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
+  if (r < R)
+    weighted_rows_of<S, W, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo,
+                                   ldo);
 }
 
 // The table's append_kv for an f32 or f16 cache: a key's dimensions stored kKeyBlock apart, a
 // value as a row. (S only keeps each instruction set's copy apart.)
 template <class S, class W>
-void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values) {
+void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys,
+               void* values) {
   using T = std::conditional_t<std::is_same_v<W, float>, float, uint16_t>;
   auto convert = [](float x) -> T {
     if constexpr (std::is_same_v<W, float>) return x;
@@ -411,7 +438,8 @@ inline typename S::V vexp(typename S::V x) {
   V r = S::fma(n, S::set1(-0.693359375f), clamped);  // ln2 in two parts: r exact to float
   r = S::fma(n, S::set1(2.12194440e-4f), r);
   V p = S::set1(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
+  for (float c :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
     p = S::fma(p, r, S::set1(c));
   p = S::fma(p, S::mul(r, r), S::add(r, S::set1(1.0f)));
   return S::zero_below(S::ldexp(p, n), x, -87.33654f);
@@ -455,16 +483,20 @@ void rms_norm(const float* x, const float* w, float eps, int n, float* out) {
   float sum = S::hsum(acc);
   for (int i = nv; i < n; ++i) sum = std::fma(x[i], x[i], sum);
   const float scale = 1.0f / std::sqrt(sum / n + eps);
-  for (int i = 0; i < nv; i += S::lanes) S::store(out + i, S::mul(S::load(w + i), S::mul(S::load(x + i), S::set1(scale))));
+  for (int i = 0; i < nv; i += S::lanes)
+    S::store(out + i, S::mul(S::load(w + i), S::mul(S::load(x + i), S::set1(scale))));
   for (int i = nv; i < n; ++i) out[i] = w[i] * (x[i] * scale);
 }
 
 template <class S>
 void silu_mul(const float* gate, const float* up, int n, float* out) {
   using V = typename S::V;
-  auto silu_times = [](V g, V u) { return S::mul(S::div(g, S::add(S::set1(1.0f), vexp<S>(S::sub(S::zero(), g)))), u); };
+  auto silu_times = [](V g, V u) {
+    return S::mul(S::div(g, S::add(S::set1(1.0f), vexp<S>(S::sub(S::zero(), g)))), u);
+  };
   const int nv = n - n % S::lanes;
-  for (int i = 0; i < nv; i += S::lanes) S::store(out + i, silu_times(S::load(gate + i), S::load(up + i)));
+  for (int i = 0; i < nv; i += S::lanes)
+    S::store(out + i, silu_times(S::load(gate + i), S::load(up + i)));
   if (nv < n) {  // the last partial vector, through zero-padded copies
     float g[S::lanes] = {}, u[S::lanes] = {}, o[S::lanes];
     std::copy(gate + nv, gate + n, g);

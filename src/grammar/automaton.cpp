@@ -17,7 +17,6 @@ namespace {
 
 constexpr size_t kMaxNfaStates = 1'000'000;  // ~100 MB while compiling
 
-
 // Thompson construction. A symbol is a rule index (>= 0) or -(token index + 1).
 struct Nfa {
   struct State {
@@ -29,11 +28,12 @@ struct Nfa {
   const std::vector<RuleDef>* rules = nullptr;
   std::vector<uint8_t> inlined;  // [rules] references to it are built in place...
   int in_long_repeat = 0;        // ...except inside a repetition of more than 8 copies
-  std::vector<uint8_t> needed;   // [rules] referenced as a symbol somewhere: needs its own automaton
+  std::vector<uint8_t> needed;  // [rules] referenced as a symbol somewhere: needs its own automaton
 
   int32_t add() {
     if (states.size() >= kMaxNfaStates)
-      throw Error(ErrorKind::invalid_argument, "grammar: too large (over 1M automaton states before determinizing)");
+      throw Error(ErrorKind::invalid_argument,
+                  "grammar: too large (over 1M automaton states before determinizing)");
     states.emplace_back();
     return int32_t(states.size() - 1);
   }
@@ -66,12 +66,14 @@ struct Nfa {
         return end;
       }
       case Node::Kind::ref:
-        if (inlined[size_t(node.index)] && in_long_repeat == 0) return build((*rules)[size_t(node.index)].body, from);
+        if (inlined[size_t(node.index)] && in_long_repeat == 0)
+          return build((*rules)[size_t(node.index)].body, from);
         if (!needed.empty()) needed[size_t(node.index)] = 1;
         [[fallthrough]];
       case Node::Kind::token: {
         const int32_t end = add();
-        states[size_t(from)].symbols.push_back({node.kind == Node::Kind::ref ? node.index : -(node.index + 1), end});
+        states[size_t(from)].symbols.push_back(
+            {node.kind == Node::Kind::ref ? node.index : -(node.index + 1), end});
         return end;
       }
       case Node::Kind::seq: {
@@ -126,8 +128,8 @@ struct Nfa {
   }
 };
 
-void resolve(Node& node, const std::unordered_map<std::string, int32_t>& index, std::string_view text,
-             std::vector<int32_t>& uses) {
+void resolve(Node& node, const std::unordered_map<std::string, int32_t>& index,
+             std::string_view text, std::vector<int32_t>& uses) {
   if (node.kind == Node::Kind::ref) {
     auto it = index.find(node.text);
     if (it == index.end()) syntax_error(text, node.pos, "undefined rule '" + node.text + "'");
@@ -141,7 +143,8 @@ void resolve(Node& node, const std::unordered_map<std::string, int32_t>& index, 
 // are small once their own such references are built in place. A rule's automaton then covers
 // what it writes through them (a JSON object with its strings and numbers), so far fewer tokens
 // leave a rule part-way and need the stack below to be checked (see matcher.cpp).
-void choose_inlined(const std::vector<RuleDef>& defs, const std::vector<std::vector<int32_t>>& uses, int32_t root, Nfa& nfa) {
+void choose_inlined(const std::vector<RuleDef>& defs, const std::vector<std::vector<int32_t>>& uses,
+                    int32_t root, Nfa& nfa) {
   constexpr size_t kInlineStates = 4096;
   const size_t rules = defs.size();
   std::vector<uint8_t> recursive(rules, 0);
@@ -177,7 +180,8 @@ void choose_inlined(const std::vector<RuleDef>& defs, const std::vector<std::vec
 
 class Determinizer {
  public:
-  Determinizer(const Nfa& nfa, Grammar::Impl& g, size_t max_states) : nfa_(nfa), g_(g), max_states_(max_states) {}
+  Determinizer(const Nfa& nfa, Grammar::Impl& g, size_t max_states)
+      : nfa_(nfa), g_(g), max_states_(max_states) {}
 
   // Adds the DFA of one rule (NFA from start to accept) and returns its start state.
   int32_t add_rule(int32_t start, int32_t accept) {
@@ -239,7 +243,8 @@ class Determinizer {
         cuts.push_back(r[0]);
         cuts.push_back(r[1] + 1);
       }
-      for (auto [symbol, target] : nfa_.states[size_t(s)].symbols) by_symbol[symbol].push_back(target);
+      for (auto [symbol, target] : nfa_.states[size_t(s)].symbols)
+        by_symbol[symbol].push_back(target);
     }
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
@@ -298,9 +303,12 @@ void completion(Grammar::Impl& g, std::vector<uint8_t>& nullable) {
 
 // Rejects what would make a step loop forever: a rule that can begin with itself (left
 // recursion), and a cycle of references to rules that can match nothing.
-void check_termination(const Grammar::Impl& g, const std::vector<uint8_t>& nullable, const std::vector<int32_t>& state_rule) {
+void check_termination(const Grammar::Impl& g, const std::vector<uint8_t>& nullable,
+                       const std::vector<int32_t>& state_rule) {
   const size_t rules = g.rule_start.size();
-  auto fail = [&](const std::string& message) { throw Error(ErrorKind::invalid_argument, "grammar: " + message); };
+  auto fail = [&](const std::string& message) {
+    throw Error(ErrorKind::invalid_argument, "grammar: " + message);
+  };
   // State graph of empty moves: q -> target over a reference to a nullable rule.
   std::vector<uint8_t> color(g.states(), 0);
   std::vector<std::pair<size_t, uint32_t>> stack;
@@ -319,8 +327,8 @@ void check_termination(const Grammar::Impl& g, const std::vector<uint8_t>& nulla
       if (!nullable[size_t(e.symbol)]) continue;
       const auto t = size_t(e.target);
       if (color[t] == 1)
-        fail("rule '" + g.rule_names[size_t(state_rule[q])] + "' repeats '" + g.rule_names[size_t(e.symbol)] +
-             "', which can match nothing");
+        fail("rule '" + g.rule_names[size_t(state_rule[q])] + "' repeats '" +
+             g.rule_names[size_t(e.symbol)] + "', which can match nothing");
       if (color[t] == 0) {
         color[t] = 1;
         stack.push_back({t, g.ref_begin[t]});
@@ -398,7 +406,8 @@ void minimize(Grammar::Impl& g) {
         sig.push_back(t < 0 ? -1 : cls[size_t(t)]);
       }
       sig.push_back(-2);
-      for (uint32_t k = g.ref_begin[q]; k < g.ref_begin[q + 1]; ++k) sig.insert(sig.end(), {g.refs[k].symbol, cls[size_t(g.refs[k].target)]});
+      for (uint32_t k = g.ref_begin[q]; k < g.ref_begin[q + 1]; ++k)
+        sig.insert(sig.end(), {g.refs[k].symbol, cls[size_t(g.refs[k].target)]});
       sig.push_back(-3);
       for (uint32_t k = g.token_begin[q]; k < g.token_begin[q + 1]; ++k)
         sig.insert(sig.end(), {g.token_edges[k].symbol, cls[size_t(g.token_edges[k].target)]});
@@ -424,7 +433,8 @@ void minimize(Grammar::Impl& g) {
       m.next[c * 256 + b] = t < 0 ? -1 : cls[size_t(t)];
     }
     m.accepting[c] = g.accepting[q];
-    for (uint32_t k = g.ref_begin[q]; k < g.ref_begin[q + 1]; ++k) m.refs.push_back({g.refs[k].symbol, cls[size_t(g.refs[k].target)]});
+    for (uint32_t k = g.ref_begin[q]; k < g.ref_begin[q + 1]; ++k)
+      m.refs.push_back({g.refs[k].symbol, cls[size_t(g.refs[k].target)]});
     for (uint32_t k = g.token_begin[q]; k < g.token_begin[q + 1]; ++k)
       m.token_edges.push_back({g.token_edges[k].symbol, cls[size_t(g.token_edges[k].target)]});
     m.ref_begin.push_back(uint32_t(m.refs.size()));
@@ -454,7 +464,8 @@ void compress(Grammar::Impl& g) {
   g.classes = first_byte.size();
   std::vector<int32_t> next(n * g.classes);
   for (size_t q = 0; q < n; ++q)
-    for (size_t c = 0; c < g.classes; ++c) next[q * g.classes + c] = g.next[q * 256 + size_t(first_byte[c])];
+    for (size_t c = 0; c < g.classes; ++c)
+      next[q * g.classes + c] = g.next[q * 256 + size_t(first_byte[c])];
   g.next = std::move(next);
 }
 
@@ -508,11 +519,13 @@ void compile(std::string_view text, size_t max_states, Grammar::Impl& g) {
   std::vector<RuleDef> defs = parse_rules(text, g.tokens);
   std::unordered_map<std::string, int32_t> index;
   for (auto& d : defs) {
-    if (!index.emplace(d.name, int32_t(g.rule_names.size())).second) syntax_error(text, d.pos, "rule '" + d.name + "' is defined twice");
+    if (!index.emplace(d.name, int32_t(g.rule_names.size())).second)
+      syntax_error(text, d.pos, "rule '" + d.name + "' is defined twice");
     g.rule_names.push_back(d.name);
   }
   auto root = index.find("root");
-  if (root == index.end()) throw Error(ErrorKind::invalid_argument, "grammar: no rule named 'root'");
+  if (root == index.end())
+    throw Error(ErrorKind::invalid_argument, "grammar: no rule named 'root'");
   g.root = root->second;
   std::vector<std::vector<int32_t>> uses(defs.size());
   for (size_t r = 0; r < defs.size(); ++r) resolve(defs[r].body, index, text, uses[r]);
@@ -521,7 +534,8 @@ void compile(std::string_view text, size_t max_states, Grammar::Impl& g) {
   choose_inlined(defs, uses, g.root, nfa);
   // Every rule not built in place gets an automaton, and so does one referenced from a long
   // repetition (which may in turn reference more).
-  std::vector<std::pair<int32_t, int32_t>> ends(defs.size(), {-1, -1});  // per rule: NFA start, accept
+  std::vector<std::pair<int32_t, int32_t>> ends(defs.size(),
+                                                {-1, -1});  // per rule: NFA start, accept
   nfa.needed.assign(defs.size(), 0);
   for (size_t r = 0; r < defs.size(); ++r) nfa.needed[r] = !nfa.inlined[r];
   for (bool more = true; more;) {
@@ -537,7 +551,8 @@ void compile(std::string_view text, size_t max_states, Grammar::Impl& g) {
   std::vector<int32_t> state_rule;
   for (size_t r = 0; r < defs.size(); ++r) {
     // An inlined rule keeps an index (names in messages) and a start state that nothing reaches.
-    g.rule_start.push_back(ends[r].first < 0 ? dfa.add_rule(nfa.add(), -1) : dfa.add_rule(ends[r].first, ends[r].second));
+    g.rule_start.push_back(ends[r].first < 0 ? dfa.add_rule(nfa.add(), -1)
+                                             : dfa.add_rule(ends[r].first, ends[r].second));
     state_rule.resize(g.states(), int32_t(r));
   }
   g.ref_begin.assign(1, 0);

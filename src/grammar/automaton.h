@@ -32,16 +32,18 @@ struct Grammar::Impl {
   std::vector<int32_t> next;
   uint8_t byte_class[256] = {};
   size_t classes = 256;
-  std::vector<uint8_t> accepting;       // [states] the rule may end here
-  std::vector<uint8_t> can_complete;    // [states] ...or after rules that match nothing
-  std::vector<uint8_t> final_state;     // [states] accepting, and nothing can follow
-  std::vector<uint32_t> ref_begin;      // [states + 1] into refs
+  std::vector<uint8_t> accepting;     // [states] the rule may end here
+  std::vector<uint8_t> can_complete;  // [states] ...or after rules that match nothing
+  std::vector<uint8_t> final_state;   // [states] accepting, and nothing can follow
+  std::vector<uint32_t> ref_begin;    // [states + 1] into refs
   std::vector<Edge> refs;
-  std::vector<uint32_t> token_begin;    // [states + 1] into token_edges
+  std::vector<uint32_t> token_begin;  // [states + 1] into token_edges
   std::vector<Edge> token_edges;
 
   size_t states() const { return accepting.size(); }
-  int32_t step(int32_t state, uint8_t byte) const { return next[size_t(state) * classes + byte_class[byte]]; }
+  int32_t step(int32_t state, uint8_t byte) const {
+    return next[size_t(state) * classes + byte_class[byte]];
+  }
 };
 
 namespace grammar {

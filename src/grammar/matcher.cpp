@@ -29,8 +29,8 @@ struct TokenVocabulary::Impl {
     TokenId token;  // -1: no token ends here
     uint32_t end;   // one past the last node of its subtree (nodes are in depth-first order)
   };
-  std::vector<std::string> bytes;     // [size] decoded bytes; "" for added tokens
-  std::vector<TokenId> same_bytes;    // [size] the next token with the same bytes, or -1
+  std::vector<std::string> bytes;   // [size] decoded bytes; "" for added tokens
+  std::vector<TokenId> same_bytes;  // [size] the next token with the same bytes, or -1
   std::unordered_map<std::string, TokenId> added;  // added tokens by name
   std::vector<Node> trie;
 
@@ -49,7 +49,8 @@ struct TokenVocabulary::Impl {
     for (TokenId id : ids) {
       const std::string& s = bytes[size_t(id)];
       size_t common = 0;
-      while (common < previous.size() && common < s.size() && previous[common] == s[common]) ++common;
+      while (common < previous.size() && common < s.size() && previous[common] == s[common])
+        ++common;
       if (common == s.size() && common == previous.size()) {  // same bytes as the previous token
         TokenId t = trie[path.back()].token;
         while (same_bytes[size_t(t)] >= 0) t = same_bytes[size_t(t)];
@@ -86,9 +87,11 @@ TokenVocabulary::TokenVocabulary(const Tokenizer& tokenizer) : impl_(std::make_u
     // encodes to them when special tokens are parsed. Their bytes never enter the trie: a string
     // in a grammar cannot end a turn or open a tool call by spelling one.
     bool added = tokenizer.is_special(t);
-    if (!added && tokenizer.token(t) == b) {  // byte-level pieces of printable ASCII, and added tokens
+    if (!added &&
+        tokenizer.token(t) == b) {  // byte-level pieces of printable ASCII, and added tokens
       const auto plain = tokenizer.encode(b, false);
-      added = !(plain.size() == 1 && plain[0] == t) && tokenizer.encode(b, true) == std::vector<TokenId>{t};
+      added = !(plain.size() == 1 && plain[0] == t) &&
+              tokenizer.encode(b, true) == std::vector<TokenId>{t};
     }
     if (added) impl_->added.emplace(std::string(b), t);
     else impl_->bytes[id] = std::string(b);
@@ -100,7 +103,8 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::set<
     : impl_(std::make_unique<Impl>()) {
   impl_->bytes = std::move(token_bytes);
   for (TokenId id : added) {
-    if (id < 0 || size_t(id) >= impl_->bytes.size()) throw Error(ErrorKind::invalid_argument, "vocabulary: added id out of range");
+    if (id < 0 || size_t(id) >= impl_->bytes.size())
+      throw Error(ErrorKind::invalid_argument, "vocabulary: added id out of range");
     impl_->added.emplace(impl_->bytes[size_t(id)], id);
     impl_->bytes[size_t(id)].clear();
   }
@@ -116,7 +120,8 @@ TokenId TokenVocabulary::added_token(std::string_view name) const {
 }
 
 std::string_view TokenVocabulary::bytes(TokenId id) const {
-  return id >= 0 && size_t(id) < impl_->bytes.size() ? std::string_view(impl_->bytes[size_t(id)]) : std::string_view();
+  return id >= 0 && size_t(id) < impl_->bytes.size() ? std::string_view(impl_->bytes[size_t(id)])
+                                                     : std::string_view();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,14 +144,16 @@ constexpr Frame kEnded{-1, -1};
 // bottom frame with the byte still to consume calls on_bottom(). Terminates because the grammar
 // has no left recursion and no empty-match cycles (checked when compiled).
 template <class OnBottom>
-void step_byte(const GrammarImpl& g, std::vector<Frame>& arena, Frame f, uint8_t byte, std::vector<Frame>& out,
-               OnBottom& on_bottom) {
+void step_byte(const GrammarImpl& g, std::vector<Frame>& arena, Frame f, uint8_t byte,
+               std::vector<Frame>& out, OnBottom& on_bottom) {
   const int32_t next = g.step(f.state, byte);
   if (next >= 0) out.push_back({next, f.parent});
-  for (uint32_t k = g.ref_begin[size_t(f.state)], e = g.ref_begin[size_t(f.state) + 1]; k < e; ++k) {
+  for (uint32_t k = g.ref_begin[size_t(f.state)], e = g.ref_begin[size_t(f.state) + 1]; k < e;
+       ++k) {
     const auto& edge = g.refs[k];
     arena.push_back({edge.target, f.parent});
-    step_byte(g, arena, Frame{g.rule_start[size_t(edge.symbol)], int32_t(arena.size() - 1)}, byte, out, on_bottom);
+    step_byte(g, arena, Frame{g.rule_start[size_t(edge.symbol)], int32_t(arena.size() - 1)}, byte,
+              out, on_bottom);
   }
   if (g.accepting[size_t(f.state)]) {
     if (f.parent < 0) on_bottom();
@@ -156,14 +163,17 @@ void step_byte(const GrammarImpl& g, std::vector<Frame>& arena, Frame f, uint8_t
 
 // The same for an added token the grammar names (token index `token`); the bottom frame is
 // popped only when `pop_bottom` (a committed stack, not a cache walk).
-void step_token(const GrammarImpl& g, std::vector<Frame>& arena, Frame f, int32_t token, std::vector<Frame>& out,
-                bool pop_bottom) {
-  for (uint32_t k = g.token_begin[size_t(f.state)], e = g.token_begin[size_t(f.state) + 1]; k < e; ++k)
+void step_token(const GrammarImpl& g, std::vector<Frame>& arena, Frame f, int32_t token,
+                std::vector<Frame>& out, bool pop_bottom) {
+  for (uint32_t k = g.token_begin[size_t(f.state)], e = g.token_begin[size_t(f.state) + 1]; k < e;
+       ++k)
     if (g.token_edges[k].symbol == token) out.push_back({g.token_edges[k].target, f.parent});
-  for (uint32_t k = g.ref_begin[size_t(f.state)], e = g.ref_begin[size_t(f.state) + 1]; k < e; ++k) {
+  for (uint32_t k = g.ref_begin[size_t(f.state)], e = g.ref_begin[size_t(f.state) + 1]; k < e;
+       ++k) {
     const auto& edge = g.refs[k];
     arena.push_back({edge.target, f.parent});
-    step_token(g, arena, Frame{g.rule_start[size_t(edge.symbol)], int32_t(arena.size() - 1)}, token, out, pop_bottom);
+    step_token(g, arena, Frame{g.rule_start[size_t(edge.symbol)], int32_t(arena.size() - 1)}, token,
+               out, pop_bottom);
   }
   if (g.accepting[size_t(f.state)] && f.parent >= 0 && pop_bottom)
     step_token(g, arena, arena[size_t(f.parent)], token, out, pop_bottom);
@@ -174,7 +184,8 @@ void dedupe(std::vector<Frame>& tops, size_t from) {
   if (tops.size() - from < 2) return;
   size_t kept = from;
   for (size_t k = from; k < tops.size(); ++k)
-    if (std::find(tops.begin() + long(from), tops.begin() + long(kept), tops[k]) == tops.begin() + long(kept))
+    if (std::find(tops.begin() + long(from), tops.begin() + long(kept), tops[k]) ==
+        tops.begin() + long(kept))
       tops[kept++] = tops[k];
   tops.resize(kept);
 }
@@ -199,7 +210,7 @@ struct TokenGrammar::Cache {
   std::mutex mutex;
   std::vector<std::unique_ptr<Entry>> entries;  // [grammar states]
   std::vector<TokenId> token_ids;               // [grammar tokens]
-  std::vector<uint8_t> simple;                  // [grammar states] no references, cannot end its rule
+  std::vector<uint8_t> simple;  // [grammar states] no references, cannot end its rule
 
   const Entry& entry(const GrammarImpl& g, const TokenVocabulary::Impl& v, int32_t state) {
     std::lock_guard lock(mutex);
@@ -210,7 +221,8 @@ struct TokenGrammar::Cache {
 
   // One depth-first walk of the trie with the stack [state] alone: a subtree is skipped as soon as
   // its prefix cannot continue. Most nodes take the fast path: one state, one table lookup.
-  std::unique_ptr<Entry> build(const GrammarImpl& g, const TokenVocabulary::Impl& v, int32_t state) const {
+  std::unique_ptr<Entry> build(const GrammarImpl& g, const TokenVocabulary::Impl& v,
+                               int32_t state) const {
     auto entry = std::make_unique<Entry>();
     std::vector<uint64_t> accepted(v.words(), 0);
     std::vector<Frame> arena;
@@ -293,19 +305,26 @@ struct TokenGrammar::Cache {
   }
 };
 
-TokenGrammar::TokenGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary)
-    : grammar_(std::move(grammar)), vocabulary_(std::move(vocabulary)), cache_(std::make_unique<Cache>()) {
+TokenGrammar::TokenGrammar(std::shared_ptr<const Grammar> grammar,
+                           std::shared_ptr<const TokenVocabulary> vocabulary)
+    : grammar_(std::move(grammar)),
+      vocabulary_(std::move(vocabulary)),
+      cache_(std::make_unique<Cache>()) {
   const auto& g = grammar_->impl();
   cache_->entries.resize(g.states());
   cache_->simple.resize(g.states());
-  for (size_t q = 0; q < g.states(); ++q) cache_->simple[q] = !g.accepting[q] && g.ref_begin[q] == g.ref_begin[q + 1];
+  for (size_t q = 0; q < g.states(); ++q)
+    cache_->simple[q] = !g.accepting[q] && g.ref_begin[q] == g.ref_begin[q + 1];
   for (auto& t : g.tokens) {
     TokenId id = t.id;
     if (id < 0) {
       id = vocabulary_->added_token(t.name);
-      if (id < 0) throw Error(ErrorKind::invalid_argument, "grammar: the vocabulary has no added token " + t.name);
+      if (id < 0)
+        throw Error(ErrorKind::invalid_argument,
+                    "grammar: the vocabulary has no added token " + t.name);
     } else if (size_t(id) >= vocabulary_->size()) {
-      throw Error(ErrorKind::invalid_argument, "grammar: token <[" + std::to_string(id) + "]> is outside the vocabulary");
+      throw Error(ErrorKind::invalid_argument,
+                  "grammar: token <[" + std::to_string(id) + "]> is outside the vocabulary");
     }
     cache_->token_ids.push_back(id);
   }
@@ -338,7 +357,8 @@ struct GrammarMatcher::State {
     };
     std::vector<Frame> out;
     for (Frame t : fresh_tops) {
-      while (t.state >= 0 && g.final_state[size_t(t.state)]) t = t.parent >= 0 ? arena[size_t(t.parent)] : kEnded;
+      while (t.state >= 0 && g.final_state[size_t(t.state)])
+        t = t.parent >= 0 ? arena[size_t(t.parent)] : kEnded;
       if (t.state >= 0) t.parent = copy(copy, t.parent);
       if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
     }
@@ -348,7 +368,8 @@ struct GrammarMatcher::State {
 
   // The tops after `bytes` from `from` (empty when they cannot be taken). The arena keeps the
   // frames pushed on the way; callers truncate it or normalize.
-  std::vector<Frame>& run(const GrammarImpl& g, const std::vector<Frame>& from, std::string_view bytes) {
+  std::vector<Frame>& run(const GrammarImpl& g, const std::vector<Frame>& from,
+                          std::string_view bytes) {
     auto& cur = scratch;
     auto& next = scratch2;
     cur.assign(from.begin(), from.end());
@@ -388,8 +409,11 @@ void set_bit(std::span<uint64_t> mask, TokenId id) { mask[size_t(id) / 64] |= 1u
 
 }  // namespace
 
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const TokenGrammar> grammar, std::vector<TokenId> end_tokens)
-    : grammar_(std::move(grammar)), end_tokens_(std::move(end_tokens)), state_(std::make_unique<State>()) {
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const TokenGrammar> grammar,
+                               std::vector<TokenId> end_tokens)
+    : grammar_(std::move(grammar)),
+      end_tokens_(std::move(end_tokens)),
+      state_(std::make_unique<State>()) {
   const auto& g = grammar_->grammar().impl();
   state_->normalize(g, {Frame{g.rule_start[size_t(g.root)], -1}});
 }
@@ -399,7 +423,8 @@ GrammarMatcher::~GrammarMatcher() = default;
 
 bool GrammarMatcher::complete() const {
   const auto& g = grammar_->grammar().impl();
-  return std::any_of(state_->tops.begin(), state_->tops.end(), [&](Frame t) { return state_->complete(g, t); });
+  return std::any_of(state_->tops.begin(), state_->tops.end(),
+                     [&](Frame t) { return state_->complete(g, t); });
 }
 
 void GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
@@ -427,9 +452,9 @@ void GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
       for (int32_t k : e.tokens) set_bit(mask, cache.token_ids[size_t(k)]);
       if (f.parent >= 0) {
         for (auto& group : e.groups) {
-          const bool all_set = std::all_of(group.tokens.begin(), group.tokens.end(), [&](TokenId id) {
-            return mask[size_t(id) / 64] >> (id % 64) & 1;
-          });
+          const bool all_set =
+              std::all_of(group.tokens.begin(), group.tokens.end(),
+                          [&](TokenId id) { return mask[size_t(id) / 64] >> (id % 64) & 1; });
           if (!all_set && s.takes(g, f.parent, group.remainder))
             for (TokenId id : group.tokens) set_bit(mask, id);
         }
@@ -444,7 +469,8 @@ void GrammarMatcher::fill_mask(std::span<uint64_t> mask) {
 }
 
 // Tops after the grammar token(s) with this id, appended to `out`.
-static void token_tops(const TokenGrammar& grammar, GrammarMatcher::State& s, TokenId id, std::vector<Frame>& out) {
+static void token_tops(const TokenGrammar& grammar, GrammarMatcher::State& s, TokenId id,
+                       std::vector<Frame>& out) {
   const auto& g = grammar.grammar().impl();
   const auto& ids = grammar.cache().token_ids;
   for (int32_t k = 0; k < int32_t(ids.size()); ++k)
@@ -455,7 +481,8 @@ static void token_tops(const TokenGrammar& grammar, GrammarMatcher::State& s, To
 
 bool GrammarMatcher::allows(TokenId id) {
   if (ended_) return false;
-  if (std::find(end_tokens_.begin(), end_tokens_.end(), id) != end_tokens_.end() && complete()) return true;
+  if (std::find(end_tokens_.begin(), end_tokens_.end(), id) != end_tokens_.end() && complete())
+    return true;
   const auto& g = grammar_->grammar().impl();
   auto& s = *state_;
   const size_t mark = s.arena.size();
@@ -507,11 +534,15 @@ bool GrammarMatcher::accept_bytes(std::string_view bytes) {
 // ---------------------------------------------------------------------------------------------
 // The reasoning gate
 
-TokenConstraint::TokenConstraint(const GrammarConstraint& constraint, std::vector<TokenId> end_tokens)
-    : constraint_(constraint), end_tokens_(end_tokens), matcher_(constraint.grammar, std::move(end_tokens)) {
+TokenConstraint::TokenConstraint(const GrammarConstraint& constraint,
+                                 std::vector<TokenId> end_tokens)
+    : constraint_(constraint),
+      end_tokens_(end_tokens),
+      matcher_(constraint.grammar, std::move(end_tokens)) {
   using R = GrammarConstraint::Reasoning;
   phase_ = Phase::grammar;
-  if (constraint_.reasoning == R::optional && constraint_.think_start >= 0 && constraint_.think_end >= 0)
+  if (constraint_.reasoning == R::optional && constraint_.think_start >= 0 &&
+      constraint_.think_end >= 0)
     phase_ = Phase::maybe_thinking;
   if (constraint_.reasoning == R::open && constraint_.think_end >= 0) phase_ = Phase::thinking;
 }
@@ -527,12 +558,15 @@ std::span<const uint64_t> TokenConstraint::mask(size_t vocab) {
       if (id >= 0 && size_t(id) < vocab) m[size_t(id) / 64] &= ~(1ull << (id % 64));
   } else {
     matcher_.fill_mask(m);
-    if (phase_ == Phase::maybe_thinking && size_t(constraint_.think_start) < vocab) set_bit(m, constraint_.think_start);
+    if (phase_ == Phase::maybe_thinking && size_t(constraint_.think_start) < vocab)
+      set_bit(m, constraint_.think_start);
   }
   if (vocab % 64) mask_[words - 1] &= (1ull << (vocab % 64)) - 1;
   bool any = false;
   for (size_t w = 0; w < words && !any; ++w) any = mask_[w] != 0;
-  if (!any) throw Error(ErrorKind::invalid_argument, "grammar: no token of the vocabulary can continue the output");
+  if (!any)
+    throw Error(ErrorKind::invalid_argument,
+                "grammar: no token of the vocabulary can continue the output");
   return {mask_.data(), words};
 }
 
@@ -551,7 +585,8 @@ void TokenConstraint::accept(TokenId id) {
     phase_ = Phase::grammar;
   }
   if (!matcher_.accept(id))
-    throw Error(ErrorKind::invalid_argument, "grammar: token " + std::to_string(id) + " is not allowed here");
+    throw Error(ErrorKind::invalid_argument,
+                "grammar: token " + std::to_string(id) + " is not allowed here");
 }
 
 }  // namespace qwen3

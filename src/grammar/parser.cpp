@@ -59,11 +59,14 @@ class Parser {
     return out;
   }
 
-  [[noreturn]] void fail(size_t pos, const std::string& message) const { syntax_error(s_, pos, message); }
+  [[noreturn]] void fail(size_t pos, const std::string& message) const {
+    syntax_error(s_, pos, message);
+  }
 
  private:
   static bool name_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
   }
 
   void skip() {
@@ -153,7 +156,8 @@ class Parser {
         if (s_[i_] != '}') fail(i_, "expected '}' to end a repetition");
         ++i_;
         if (hi >= 0 && hi < lo) fail(pos, "a repetition's maximum is below its minimum");
-        if (lo > kMaxRepeat || hi > kMaxRepeat) fail(pos, "repetitions are limited to " + std::to_string(kMaxRepeat));
+        if (lo > kMaxRepeat || hi > kMaxRepeat)
+          fail(pos, "repetitions are limited to " + std::to_string(kMaxRepeat));
       } else {
         i_ = saved;
         break;
@@ -170,7 +174,8 @@ class Parser {
   int read_int() {
     const size_t start = i_;
     long value = 0;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9' && value <= kMaxRepeat) value = value * 10 + (s_[i_++] - '0');
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9' && value <= kMaxRepeat)
+      value = value * 10 + (s_[i_++] - '0');
     if (i_ == start) fail(i_, "expected a number");
     if (value > kMaxRepeat) fail(start, "repetitions are limited to " + std::to_string(kMaxRepeat));
     return int(value);
@@ -232,7 +237,8 @@ class Parser {
       ref.name = "<" + std::string(inside) + ">";
     }
     auto& tokens = *tokens_;
-    auto it = std::find_if(tokens.begin(), tokens.end(), [&](auto& t) { return t.name == ref.name && t.id == ref.id; });
+    auto it = std::find_if(tokens.begin(), tokens.end(),
+                           [&](auto& t) { return t.name == ref.name && t.id == ref.id; });
     if (it == tokens.end()) it = tokens.insert(tokens.end(), ref);
     Node node = make(Node::Kind::token, pos);
     node.index = int32_t(it - tokens.begin());
@@ -254,13 +260,21 @@ class Parser {
         case 'x': return read_hex(2, pos);
         case 'u': return read_hex(4, pos);
         case 'U': return read_hex(8, pos);
-        case '\\': case '"': case '[': case ']': case '-': case '^': case '/': case '\'': return uint32_t(e);
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
+        case '\'': return uint32_t(e);
         default: fail(pos, std::string("unknown escape '\\") + e + "'");
       }
     }
     if (c < 0x80) return c;
     const int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : -1;
-    if (extra < 0 || c > 0xF4 || i_ + size_t(extra) > s_.size()) fail(pos, "invalid UTF-8 in the grammar");
+    if (extra < 0 || c > 0xF4 || i_ + size_t(extra) > s_.size())
+      fail(pos, "invalid UTF-8 in the grammar");
     uint32_t cp = c & (0x3F >> extra);
     for (int k = 0; k < extra; ++k) {
       const auto b = static_cast<unsigned char>(s_[i_++]);
@@ -275,11 +289,15 @@ class Parser {
     for (int k = 0; k < digits; ++k) {
       if (i_ >= s_.size()) fail(pos, "incomplete hex escape");
       const char h = s_[i_++];
-      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      int d = h >= '0' && h <= '9'   ? h - '0'
+              : h >= 'a' && h <= 'f' ? h - 'a' + 10
+              : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                     : -1;
       if (d < 0) fail(pos, "bad hex digit in an escape");
       v = v * 16 + uint32_t(d);
     }
-    if (v > kMaxCodePoint || (v >= 0xD800 && v <= 0xDFFF)) fail(pos, "escape is not a Unicode scalar value");
+    if (v > kMaxCodePoint || (v >= 0xD800 && v <= 0xDFFF))
+      fail(pos, "escape is not a Unicode scalar value");
     return v;
   }
 
@@ -344,10 +362,12 @@ void syntax_error(std::string_view text, size_t pos, const std::string& message)
       ++col;
     }
   }
-  throw Error(ErrorKind::invalid_argument, "grammar " + std::to_string(line) + ":" + std::to_string(col) + ": " + message);
+  throw Error(ErrorKind::invalid_argument,
+              "grammar " + std::to_string(line) + ":" + std::to_string(col) + ": " + message);
 }
 
-std::vector<RuleDef> parse_rules(std::string_view text, std::vector<Grammar::Impl::TokenRef>& tokens) {
+std::vector<RuleDef> parse_rules(std::string_view text,
+                                 std::vector<Grammar::Impl::TokenRef>& tokens) {
   return Parser(text).rules(tokens);
 }
 

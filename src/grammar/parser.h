@@ -18,11 +18,11 @@ struct Node {
   enum class Kind { alt, seq, literal, cls, ref, token, repeat };
   Kind kind = Kind::seq;
   std::vector<Node> kids;
-  std::string text;                                  // literal: bytes; ref: rule name
+  std::string text;                                   // literal: bytes; ref: rule name
   std::vector<std::pair<uint32_t, uint32_t>> ranges;  // cls: code point ranges, sorted, merged
-  int min = 0, max = 0;                              // repeat; max -1 = unbounded
-  int32_t index = -1;                                // ref: rule; token: token index
-  size_t pos = 0;                                    // where it was written, for errors
+  int min = 0, max = 0;                               // repeat; max -1 = unbounded
+  int32_t index = -1;                                 // ref: rule; token: token index
+  size_t pos = 0;                                     // where it was written, for errors
 };
 
 struct RuleDef {
@@ -33,7 +33,8 @@ struct RuleDef {
 
 // The rules of `text` in order; token references are added to `tokens` (each once).
 // Throws Error(invalid_argument) "grammar LINE:COL: ...".
-std::vector<RuleDef> parse_rules(std::string_view text, std::vector<Grammar::Impl::TokenRef>& tokens);
+std::vector<RuleDef> parse_rules(std::string_view text,
+                                 std::vector<Grammar::Impl::TokenRef>& tokens);
 
 [[noreturn]] void syntax_error(std::string_view text, size_t pos, const std::string& message);
 

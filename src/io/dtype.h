@@ -90,9 +90,9 @@ inline uint16_t f32_to_f16(float f) {
   std::memcpy(&x, &f, 4);
   const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
   x &= 0x7fffffffu;
-  if (x > 0x7f800000u) return sign | 0x7e00;        // NaN stays NaN
-  if (x >= 0x477ff000u) return sign | 0x7c00;       // rounds past 65504: infinity
-  if (x < 0x38800000u) {                            // below 2^-14: a subnormal step of 2^-24
+  if (x > 0x7f800000u) return sign | 0x7e00;   // NaN stays NaN
+  if (x >= 0x477ff000u) return sign | 0x7c00;  // rounds past 65504: infinity
+  if (x < 0x38800000u) {                       // below 2^-14: a subnormal step of 2^-24
     float v;
     std::memcpy(&v, &x, 4);
     return sign | uint16_t(std::nearbyint(v * 16777216.0f));  // exact scaling, ties to even

@@ -14,9 +14,9 @@ namespace qwen3::io {
 namespace {
 
 constexpr uint32_t kVersion = 3;
-constexpr uint32_t kMaxDims = 4;         // ggml's GGML_MAX_DIMS
+constexpr uint32_t kMaxDims = 4;          // ggml's GGML_MAX_DIMS
 constexpr size_t kDefaultAlignment = 32;  // when general.alignment is absent
-constexpr int kMaxArrayDepth = 8;         // nested arrays: a bound keeps the recursion below shallow
+constexpr int kMaxArrayDepth = 8;  // nested arrays: a bound keeps the recursion below shallow
 
 // Each key is at least a length, a value type and a one-byte value; each tensor info at least a
 // name length, n_dims, a type and an offset. Counts beyond what the file could hold are refused
@@ -25,7 +25,8 @@ constexpr size_t kMinKeyBytes = 8 + 4 + 1, kMinTensorInfoBytes = 8 + 4 + 4 + 8;
 
 class Reader {
  public:
-  Reader(const uint8_t* data, size_t size, const std::string& file) : data_(data), size_(size), file_(file) {}
+  Reader(const uint8_t* data, size_t size, const std::string& file)
+      : data_(data), size_(size), file_(file) {}
 
   size_t pos() const { return pos_; }
   size_t left() const { return size_ - pos_; }
@@ -37,8 +38,8 @@ class Reader {
 
   const uint8_t* take(size_t n, const std::string& what) {
     if (n > left())
-      fail("truncated at byte " + std::to_string(pos_) + ": " + what + " needs " + std::to_string(n) + " bytes, " +
-           std::to_string(left()) + " remain");
+      fail("truncated at byte " + std::to_string(pos_) + ": " + what + " needs " +
+           std::to_string(n) + " bytes, " + std::to_string(left()) + " remain");
     const uint8_t* p = data_ + pos_;
     pos_ += n;
     return p;
@@ -83,7 +84,9 @@ void skip_value(Reader& r, GgufValueType t, GgufValue& v, const std::string& whe
     const GgufValueType et = value_type(r, where + ": array element type");
     const uint64_t n = r.u64(where + ": array length");
     const size_t fixed = gguf_value_size(et);
-    const size_t least = fixed ? fixed : et == GgufValueType::string ? 8 : 12;  // a length / a type and a length
+    const size_t least = fixed                         ? fixed
+                         : et == GgufValueType::string ? 8
+                                                       : 12;  // a length / a type and a length
     if (n > r.left() / least)
       r.fail(where + ": array of " + std::to_string(n) + " " + gguf_value_type_name(et) +
              " runs past the end of the file (" + std::to_string(r.left()) + " bytes remain)");
@@ -100,7 +103,8 @@ void skip_value(Reader& r, GgufValueType t, GgufValue& v, const std::string& whe
     } else {
       // An inner array is encoded like a value of type array, minus the type.
       GgufValue inner;
-      for (uint64_t i = 0; i < n; ++i) skip_value(r, et, inner, where + "[" + std::to_string(i) + "]", depth + 1);
+      for (uint64_t i = 0; i < n; ++i)
+        skip_value(r, et, inner, where + "[" + std::to_string(i) + "]", depth + 1);
     }
   } else {
     const uint8_t* p = r.take(gguf_value_size(t), where + ": " + gguf_value_type_name(t));
@@ -127,18 +131,22 @@ void read_metadata(Reader& r, uint64_t count, std::vector<std::pair<std::string,
 }
 
 // One tensor info: name, dims, type, offset (appended to `offsets`); checks all but the data.
-GgufTensor read_tensor_info(Reader& r, uint64_t index, size_t alignment, std::vector<uint64_t>& offsets) {
+GgufTensor read_tensor_info(Reader& r, uint64_t index, size_t alignment,
+                            std::vector<uint64_t>& offsets) {
   GgufTensor t;
   t.name = std::string(r.string("tensor " + std::to_string(index) + " name"));
   const std::string what = "tensor " + t.name;
   const uint32_t n_dims = r.u32(what + ": n_dims");
   if (n_dims > kMaxDims)
-    r.fail(what + ": " + std::to_string(n_dims) + " dimensions, more than " + std::to_string(kMaxDims));
+    r.fail(what + ": " + std::to_string(n_dims) + " dimensions, more than " +
+           std::to_string(kMaxDims));
   int64_t numel = 1;
   for (uint32_t d = 0; d < n_dims; ++d) {
     const uint64_t dim = r.u64(what + ": dimension");
-    if (dim > uint64_t(std::numeric_limits<int64_t>::max()) || __builtin_mul_overflow(numel, int64_t(dim), &numel))
-      r.fail(what + ": dimensions overflow int64 at dimension " + std::to_string(d) + " (" + std::to_string(dim) + ")");
+    if (dim > uint64_t(std::numeric_limits<int64_t>::max()) ||
+        __builtin_mul_overflow(numel, int64_t(dim), &numel))
+      r.fail(what + ": dimensions overflow int64 at dimension " + std::to_string(d) + " (" +
+             std::to_string(dim) + ")");
     t.dims.push_back(int64_t(dim));
   }
   const uint32_t type = r.u32(what + ": type");
@@ -149,12 +157,13 @@ GgufTensor read_tensor_info(Reader& r, uint64_t index, size_t alignment, std::ve
   if (row % info->block_size)
     r.fail(what + ": " + t.describe() + ": row length " + std::to_string(row) +
            " is not a multiple of the block size " + std::to_string(info->block_size));
-  if (__builtin_mul_overflow(uint64_t(numel / info->block_size), uint64_t(info->block_bytes), &t.bytes))
+  if (__builtin_mul_overflow(uint64_t(numel / info->block_size), uint64_t(info->block_bytes),
+                             &t.bytes))
     r.fail(what + ": " + t.describe() + " overflows the address space");
   const uint64_t offset = r.u64(what + ": offset");
   if (offset % alignment)
-    r.fail(what + ": data offset " + std::to_string(offset) + " is not a multiple of the alignment " +
-           std::to_string(alignment));
+    r.fail(what + ": data offset " + std::to_string(offset) +
+           " is not a multiple of the alignment " + std::to_string(alignment));
   offsets.push_back(offset);
   return t;
 }
@@ -191,27 +200,32 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& na
   const uint32_t version = r.u32("version");
   if (version != kVersion) {
     const uint32_t swapped = __builtin_bswap32(version);
-    if (swapped >= 1 && swapped <= kVersion) r.fail("big-endian GGUF files are not supported", ErrorKind::unsupported);
+    if (swapped >= 1 && swapped <= kVersion)
+      r.fail("big-endian GGUF files are not supported", ErrorKind::unsupported);
     if (version == 1 || version == 2)
-      r.fail("GGUF version " + std::to_string(version) + " is not supported (only version 3)", ErrorKind::unsupported);
-    r.fail("unknown GGUF version " + std::to_string(version) + " (this build reads version 3)", ErrorKind::unsupported);
+      r.fail("GGUF version " + std::to_string(version) + " is not supported (only version 3)",
+             ErrorKind::unsupported);
+    r.fail("unknown GGUF version " + std::to_string(version) + " (this build reads version 3)",
+           ErrorKind::unsupported);
   }
   const uint64_t n_tensors = r.u64("tensor count"), n_keys = r.u64("metadata count");
   if (n_keys > r.left() / kMinKeyBytes)
-    r.fail("metadata count " + std::to_string(n_keys) + " is more than the file's " + std::to_string(size) +
-           " bytes could hold");
+    r.fail("metadata count " + std::to_string(n_keys) + " is more than the file's " +
+           std::to_string(size) + " bytes could hold");
   read_metadata(r, n_keys, g.metadata_, g.key_index_);
   if (n_tensors > r.left() / kMinTensorInfoBytes)
-    r.fail("tensor count " + std::to_string(n_tensors) + " is more than the file's " + std::to_string(size) +
-           " bytes could hold");
+    r.fail("tensor count " + std::to_string(n_tensors) + " is more than the file's " +
+           std::to_string(size) + " bytes could hold");
 
   g.alignment_ = kDefaultAlignment;
   if (g.has_key("general.alignment")) {
     // The format says uint32; ggml refuses any other type, and so does this reader.
     if (g.find_key("general.alignment")->type != GgufValueType::uint32)
-      g.key_error("general.alignment", "expected uint32, got " + g.find_key("general.alignment")->type_name());
+      g.key_error("general.alignment",
+                  "expected uint32, got " + g.find_key("general.alignment")->type_name());
     const uint32_t a = g.get_u32("general.alignment");
-    if (a == 0 || (a & (a - 1))) r.fail("general.alignment " + std::to_string(a) + " is not a power of two");
+    if (a == 0 || (a & (a - 1)))
+      r.fail("general.alignment " + std::to_string(a) + " is not a power of two");
     g.alignment_ = a;
   }
 
@@ -231,9 +245,9 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& na
   for (size_t i = 0; i < g.tensors_.size(); ++i) {
     GgufTensor& t = g.tensors_[i];
     if (offsets[i] > data_size || t.bytes > data_size - offsets[i])
-      r.fail("tensor " + t.name + ": " + t.describe() + " needs " + std::to_string(t.bytes) + " bytes at data offset " +
-             std::to_string(offsets[i]) + ", past the end of the data section (" + std::to_string(data_size) +
-             " bytes)");
+      r.fail("tensor " + t.name + ": " + t.describe() + " needs " + std::to_string(t.bytes) +
+             " bytes at data offset " + std::to_string(offsets[i]) +
+             ", past the end of the data section (" + std::to_string(data_size) + " bytes)");
     if (t.bytes) {
       t.data = data + g.data_offset_ + offsets[i];
       ranges.emplace_back(offsets[i], offsets[i] + t.bytes, i);

@@ -23,8 +23,19 @@ namespace qwen3::io {
 
 // The value types of GGUF metadata, numbered as in the file.
 enum class GgufValueType : uint32_t {
-  uint8 = 0, int8 = 1, uint16 = 2, int16 = 3, uint32 = 4, int32 = 5, float32 = 6, boolean = 7,
-  string = 8, array = 9, uint64 = 10, int64 = 11, float64 = 12,
+  uint8 = 0,
+  int8 = 1,
+  uint16 = 2,
+  int16 = 3,
+  uint32 = 4,
+  int32 = 5,
+  float32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  uint64 = 10,
+  int64 = 11,
+  float64 = 12,
 };
 
 const char* gguf_value_type_name(GgufValueType type);  // "uint32", "array", ...
@@ -45,7 +56,7 @@ struct GgufValue {
 struct GgufTensor {
   std::string name;
   GgmlType type = GgmlType::f32;
-  std::vector<int64_t> dims;  // ggml order: dims[0] is the row length, the fastest-varying index
+  std::vector<int64_t> dims;   // ggml order: dims[0] is the row length, the fastest-varying index
   const void* data = nullptr;  // in the file's memory, at a multiple of alignment() from the file's
                                // start; null when the tensor has no elements
   size_t bytes = 0;

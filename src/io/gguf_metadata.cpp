@@ -24,7 +24,9 @@ bool is_integer(GgufValueType t) {
   }
 }
 
-bool is_float(GgufValueType t) { return t == GgufValueType::float32 || t == GgufValueType::float64; }
+bool is_float(GgufValueType t) {
+  return t == GgufValueType::float32 || t == GgufValueType::float64;
+}
 
 // The integer of type t (is_integer) at p; false when a uint64 is beyond int64.
 bool read_integer(GgufValueType t, const uint8_t* p, int64_t& out) {

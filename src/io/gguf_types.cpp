@@ -19,20 +19,20 @@ constexpr uint32_t kTypeCount = 43;
 
 // Sizes from ggml-common.h's block structs; tests/fixtures/gguf/types.txt is ggml's own table.
 constexpr GgmlTypeInfo kTypes[kTypeCount] = {
-    {"f32", 1, 4, true},         {"f16", 1, 2, true},       {"q4_0", 32, 18, true},
-    {"q4_1", 32, 20, true},      {nullptr, 0, 0, false},    {nullptr, 0, 0, false},
-    {"q5_0", 32, 22, true},      {"q5_1", 32, 24, true},    {"q8_0", 32, 34, true},
-    {"q8_1", 32, 36, false},     {"q2_K", 256, 84, true},   {"q3_K", 256, 110, true},
-    {"q4_K", 256, 144, true},    {"q5_K", 256, 176, true},  {"q6_K", 256, 210, true},
+    {"f32", 1, 4, true},         {"f16", 1, 2, true},         {"q4_0", 32, 18, true},
+    {"q4_1", 32, 20, true},      {nullptr, 0, 0, false},      {nullptr, 0, 0, false},
+    {"q5_0", 32, 22, true},      {"q5_1", 32, 24, true},      {"q8_0", 32, 34, true},
+    {"q8_1", 32, 36, false},     {"q2_K", 256, 84, true},     {"q3_K", 256, 110, true},
+    {"q4_K", 256, 144, true},    {"q5_K", 256, 176, true},    {"q6_K", 256, 210, true},
     {"q8_K", 256, 292, false},   {"iq2_xxs", 256, 66, false}, {"iq2_xs", 256, 74, false},
-    {"iq3_xxs", 256, 98, false}, {"iq1_s", 256, 50, false}, {"iq4_nl", 32, 18, true},
-    {"iq3_s", 256, 110, false},  {"iq2_s", 256, 82, false}, {"iq4_xs", 256, 136, true},
-    {"i8", 1, 1, false},         {"i16", 1, 2, false},      {"i32", 1, 4, false},
-    {"i64", 1, 8, false},        {"f64", 1, 8, false},      {"iq1_m", 256, 56, false},
-    {"bf16", 1, 2, true},        {nullptr, 0, 0, false},    {nullptr, 0, 0, false},
-    {nullptr, 0, 0, false},      {"tq1_0", 256, 54, false}, {"tq2_0", 256, 66, false},
-    {nullptr, 0, 0, false},      {nullptr, 0, 0, false},    {nullptr, 0, 0, false},
-    {"mxfp4", 32, 17, false},    {"nvfp4", 64, 36, false},  {"q1_0", 128, 18, false},
+    {"iq3_xxs", 256, 98, false}, {"iq1_s", 256, 50, false},   {"iq4_nl", 32, 18, true},
+    {"iq3_s", 256, 110, false},  {"iq2_s", 256, 82, false},   {"iq4_xs", 256, 136, true},
+    {"i8", 1, 1, false},         {"i16", 1, 2, false},        {"i32", 1, 4, false},
+    {"i64", 1, 8, false},        {"f64", 1, 8, false},        {"iq1_m", 256, 56, false},
+    {"bf16", 1, 2, true},        {nullptr, 0, 0, false},      {nullptr, 0, 0, false},
+    {nullptr, 0, 0, false},      {"tq1_0", 256, 54, false},   {"tq2_0", 256, 66, false},
+    {nullptr, 0, 0, false},      {nullptr, 0, 0, false},      {nullptr, 0, 0, false},
+    {"mxfp4", 32, 17, false},    {"nvfp4", 64, 36, false},    {"q1_0", 128, 18, false},
     {"q2_0", 64, 18, false},
 };
 
@@ -154,7 +154,8 @@ void q4_k(const uint8_t* b, float* y) {
     int scale, min;
     k4_scale_min(b + 4, g, scale, min);
     const float dl = d * float(scale), ml = dmin * float(min);
-    for (int l = 0; l < 32; ++l) y[32 * g + l] = dl * float((qs[32 * (g / 2) + l] >> (4 * (g % 2))) & 0xf) - ml;
+    for (int l = 0; l < 32; ++l)
+      y[32 * g + l] = dl * float((qs[32 * (g / 2) + l] >> (4 * (g % 2))) & 0xf) - ml;
   }
 }
 
@@ -192,7 +193,8 @@ void q6_k(const uint8_t* b, float* y) {
 }
 
 // The 16 non-uniform levels of IQ4_NL and IQ4_XS, indexed by a nibble.
-constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
 
 // IQ4_NL, 18 bytes: Q4_0's layout, value = d * level[nibble].
 void iq4_nl(const uint8_t* b, float* y) {
@@ -211,7 +213,8 @@ void iq4_xs(const uint8_t* b, float* y) {
   const unsigned scales_h = b[2] | b[3] << 8;
   const uint8_t* qs = b + 8;
   for (int g = 0; g < 8; ++g) {
-    const int scale = (((b[4 + g / 2] >> (4 * (g % 2))) & 0xf) | ((scales_h >> (2 * g)) & 3) << 4) - 32;
+    const int scale =
+        (((b[4 + g / 2] >> (4 * (g % 2))) & 0xf) | ((scales_h >> (2 * g)) & 3) << 4) - 32;
     const float dl = d * float(scale);
     for (int j = 0; j < 16; ++j) {
       y[32 * g + j] = dl * float(kIq4Levels[qs[16 * g + j] & 0xf]);
@@ -260,8 +263,9 @@ void dequantize_row(GgmlType type, const void* blocks, int64_t n, float* out) {
     throw Error(ErrorKind::unsupported,
                 std::string("cannot dequantize ggml type ") + info.name + " (not supported yet)");
   if (n < 0 || n % info.block_size)
-    throw Error(ErrorKind::invalid_argument, std::string("dequantize ") + info.name + ": " + std::to_string(n) +
-                                                 " values are not whole blocks of " + std::to_string(info.block_size));
+    throw Error(ErrorKind::invalid_argument,
+                std::string("dequantize ") + info.name + ": " + std::to_string(n) +
+                    " values are not whole blocks of " + std::to_string(info.block_size));
   const auto* p = static_cast<const uint8_t*>(blocks);
   switch (type) {
     case GgmlType::f32: std::memcpy(out, p, size_t(n) * 4); return;
@@ -274,7 +278,8 @@ void dequantize_row(GgmlType type, const void* blocks, int64_t n, float* out) {
     default: break;
   }
   const BlockFn fn = block_fn(type);
-  for (int64_t i = 0; i < n / info.block_size; ++i) fn(p + i * info.block_bytes, out + i * info.block_size);
+  for (int64_t i = 0; i < n / info.block_size; ++i)
+    fn(p + i * info.block_bytes, out + i * info.block_size);
 }
 
 }  // namespace qwen3::io

@@ -27,11 +27,13 @@ void* map_huge_pages(size_t bytes) {
   const size_t mapped = bytes + kHugePage;
   void* m = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
-  const uintptr_t start = reinterpret_cast<uintptr_t>(m), begin = (start + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(m),
+                  begin = (start + kHugePage - 1) & ~(kHugePage - 1);
   const uintptr_t end = begin + page_rounded(bytes);
   if (begin > start) ::munmap(m, begin - start);
   if (start + mapped > end) ::munmap(reinterpret_cast<void*>(end), start + mapped - end);
-  ::madvise(reinterpret_cast<void*>(begin), bytes, MADV_HUGEPAGE);  // advice: 4 KiB pages where declined
+  ::madvise(reinterpret_cast<void*>(begin), bytes,
+            MADV_HUGEPAGE);  // advice: 4 KiB pages where declined
   return reinterpret_cast<void*>(begin);
 }
 
@@ -40,7 +42,9 @@ void unmap_huge_pages(void* p, size_t bytes) { ::munmap(p, page_rounded(bytes));
 HugePageBuffer::HugePageBuffer(size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
   data_ = static_cast<uint8_t*>(map_huge_pages(bytes));
-  if (!data_) throw Error(ErrorKind::io, "cannot allocate " + std::to_string(bytes) + " bytes (" + std::strerror(errno) + ")");
+  if (!data_)
+    throw Error(ErrorKind::io, "cannot allocate " + std::to_string(bytes) + " bytes (" +
+                                   std::strerror(errno) + ")");
 }
 
 HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept { *this = std::move(other); }

@@ -35,7 +35,8 @@ struct HugePageAllocator {
   template <class U>
   HugePageAllocator(const HugePageAllocator<U>&) {}
   T* allocate(size_t n) {
-    if (n * sizeof(T) < kHugePage) return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kCacheLine)));
+    if (n * sizeof(T) < kHugePage)
+      return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kCacheLine)));
     if (void* p = map_huge_pages(n * sizeof(T))) return static_cast<T*>(p);
     throw std::bad_alloc();
   }

@@ -8,7 +8,7 @@
 
 namespace qwen3::io {
 
-std::string read_file(const std::filesystem::path& path);  // throws io Error naming the file
+std::string read_file(const std::filesystem::path& path);     // throws io Error naming the file
 nlohmann::json read_json(const std::filesystem::path& path);  // io or format Error naming the file
 
 }  // namespace qwen3::io

@@ -14,9 +14,11 @@
 
 namespace qwen3::io {
 
-MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory, size_t padding) : path_(path) {
+MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory, size_t padding)
+    : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw Error(ErrorKind::io, path.string() + ": cannot open (" + std::strerror(errno) + ")");
+  if (fd < 0)
+    throw Error(ErrorKind::io, path.string() + ": cannot open (" + std::strerror(errno) + ")");
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
@@ -35,8 +37,10 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory,
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         ::close(fd);
-        throw Error(ErrorKind::io, path.string() + ": read failed after " + std::to_string(done) + " of " +
-                                       std::to_string(size_) + " bytes" + (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : ""));
+        throw Error(ErrorKind::io,
+                    path.string() + ": read failed after " + std::to_string(done) + " of " +
+                        std::to_string(size_) + " bytes" +
+                        (n < 0 ? std::string(" (") + std::strerror(errno) + ")" : ""));
       }
       done += static_cast<size_t>(n);
     }
@@ -44,10 +48,11 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory,
   } else if (size_ > 0) {
     // With padding, zero pages are reserved first and the file is mapped over their start.
     mapped_ = page_rounded(size_ + padding);
-    void* reserved = padding ? ::mmap(nullptr, mapped_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : nullptr;
-    void* p = reserved == MAP_FAILED
-                  ? MAP_FAILED
-                  : ::mmap(reserved, size_, PROT_READ, MAP_PRIVATE | (reserved ? MAP_FIXED : 0), fd, 0);
+    void* reserved =
+        padding ? ::mmap(nullptr, mapped_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : nullptr;
+    void* p = reserved == MAP_FAILED ? MAP_FAILED
+                                     : ::mmap(reserved, size_, PROT_READ,
+                                              MAP_PRIVATE | (reserved ? MAP_FIXED : 0), fd, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       if (reserved && reserved != MAP_FAILED) ::munmap(reserved, mapped_);
@@ -63,7 +68,10 @@ MappedFile::MappedFile(const std::filesystem::path& path, bool read_into_memory,
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : path_(std::move(other.path_)), data_(other.data_), size_(other.size_), mapped_(other.mapped_),
+    : path_(std::move(other.path_)),
+      data_(other.data_),
+      size_(other.size_),
+      mapped_(other.mapped_),
       copy_(std::move(other.copy_)) {
   other.data_ = nullptr;
   other.size_ = 0;

@@ -15,7 +15,8 @@ class MappedFile {
   // Throws io Error naming the file.
   // `padding` zero bytes are readable past the file's last byte (parsers that read in whole
   // vectors); an empty file has no bytes and data() is null.
-  explicit MappedFile(const std::filesystem::path& path, bool read_into_memory = false, size_t padding = 0);
+  explicit MappedFile(const std::filesystem::path& path, bool read_into_memory = false,
+                      size_t padding = 0);
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&&) = delete;
   MappedFile(const MappedFile&) = delete;
@@ -29,7 +30,7 @@ class MappedFile {
   std::filesystem::path path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  size_t mapped_ = 0;  // bytes mapped: size_ and the padding, in whole pages
+  size_t mapped_ = 0;    // bytes mapped: size_ and the padding, in whole pages
   HugePageBuffer copy_;  // holds the bytes when read into memory; data_ is then a map otherwise
 };
 

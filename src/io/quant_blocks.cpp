@@ -36,8 +36,11 @@ void quantize_row_q4_0(const float* x, int K, uint8_t* out) {
     put_scale(out, max / -8);
     const float d = block_scale(out);
     const float id = d != 0 ? 1 / d : 0;
-    auto level = [&](float v) { return uint8_t(std::fmax(0.f, std::fmin(15.f, std::nearbyint(v * id) + 8))); };
-    for (int j = 0; j < kQuantBlock / 2; ++j) out[2 + j] = uint8_t(level(x[j]) | level(x[j + kQuantBlock / 2]) << 4);
+    auto level = [&](float v) {
+      return uint8_t(std::fmax(0.f, std::fmin(15.f, std::nearbyint(v * id) + 8)));
+    };
+    for (int j = 0; j < kQuantBlock / 2; ++j)
+      out[2 + j] = uint8_t(level(x[j]) | level(x[j + kQuantBlock / 2]) << 4);
   }
 }
 
@@ -53,7 +56,8 @@ size_t group_offset(DType t, int b, int r, int i) {
   const int bytes = t == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
   const size_t block = size_t(b) * kQuantRows * bytes;
   if (i < 0) return block + 2 * r + (i + 2);
-  return block + 2 * kQuantRows + (i / kQuantChunk * kQuantRows + r) * kQuantChunk + i % kQuantChunk;
+  return block + 2 * kQuantRows + (i / kQuantChunk * kQuantRows + r) * kQuantChunk +
+         i % kQuantChunk;
 }
 
 }  // namespace
@@ -74,7 +78,8 @@ void extract_row(DType t, const uint8_t* w, int N, int K, int n, uint8_t* out) {
   const int g = n / kQuantRows * kQuantRows;
   if (g + kQuantRows > N) return void(std::memcpy(out, w + n * rb, rb));
   for (int b = 0; b < K / kQuantBlock; ++b)
-    for (int i = -2; i < int(bytes) - 2; ++i) out[b * bytes + 2 + i] = w[g * rb + group_offset(t, b, n - g, i)];
+    for (int i = -2; i < int(bytes) - 2; ++i)
+      out[b * bytes + 2 + i] = w[g * rb + group_offset(t, b, n - g, i)];
 }
 
 void dequantize_row(DType from, const void* row, int K, float* out) {
@@ -87,7 +92,8 @@ void dequantize_row(DType from, const void* row, int K, float* out) {
       return;
     case DType::q8_0:
       for (int b = 0; b < K / kQuantBlock; ++b, p += kQ8Bytes)
-        for (int i = 0; i < kQuantBlock; ++i) out[b * kQuantBlock + i] = block_scale(p) * int8_t(p[2 + i]);
+        for (int i = 0; i < kQuantBlock; ++i)
+          out[b * kQuantBlock + i] = block_scale(p) * int8_t(p[2 + i]);
       return;
     case DType::q4_0:
       for (int b = 0; b < K / kQuantBlock; ++b, p += kQ4Bytes)

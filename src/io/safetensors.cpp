@@ -24,8 +24,9 @@ DType parse_dtype(const std::string& s, const std::string& file, const std::stri
   if (s == "BF16") return DType::bf16;
   if (s == "Q8_0") return DType::q8_0;  // block-quantized, see io/quant_blocks.h
   if (s == "Q4_0") return DType::q4_0;
-  fail(ErrorKind::unsupported, file,
-       "tensor " + tensor + ": unsupported dtype " + s + " (supported: BF16, F16, F32, Q8_0, Q4_0)");
+  fail(
+      ErrorKind::unsupported, file,
+      "tensor " + tensor + ": unsupported dtype " + s + " (supported: BF16, F16, F32, Q8_0, Q4_0)");
 }
 
 // A quantized folder says so in the metadata, with the layout of its matrices; an unknown scheme
@@ -34,14 +35,18 @@ bool check_metadata(const nlohmann::json& meta, const std::string& file) {
   if (!meta.is_object() || !meta.contains("quantization")) return false;
   const auto& q = meta["quantization"];
   if (!q.is_string() || (q != "q8_0" && q != "q4_0"))
-    fail(ErrorKind::unsupported, file, "unknown quantization " + q.dump() + " in __metadata__ (supported: q8_0, q4_0)");
+    fail(ErrorKind::unsupported, file,
+         "unknown quantization " + q.dump() + " in __metadata__ (supported: q8_0, q4_0)");
   if (!meta.contains("layout"))
     fail(ErrorKind::unsupported, file,
-         std::string("quantized in the plain row layout of an older qwen3 quantize; run `qwen3 quantize` again "
-                     "on the float model (this build reads layout \"") + kQuantLayout + "\")");
+         std::string("quantized in the plain row layout of an older qwen3 quantize; run `qwen3 "
+                     "quantize` again "
+                     "on the float model (this build reads layout \"") +
+             kQuantLayout + "\")");
   if (meta["layout"] != kQuantLayout)
     fail(ErrorKind::unsupported, file,
-         "unknown layout " + meta["layout"].dump() + " in __metadata__ (supported: \"" + kQuantLayout + "\")");
+         "unknown layout " + meta["layout"].dump() + " in __metadata__ (supported: \"" +
+             kQuantLayout + "\")");
   return true;
 }
 
@@ -77,11 +82,14 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
       quantized_layout = check_metadata(entry, file);
       continue;
     }
-    auto bad = [&](const std::string& what) { fail(ErrorKind::format, file, "tensor " + name + ": " + what); };
+    auto bad = [&](const std::string& what) {
+      fail(ErrorKind::format, file, "tensor " + name + ": " + what);
+    };
     if (!entry.is_object()) bad("entry is not an object");
     if (!entry.contains("dtype") || !entry["dtype"].is_string()) bad("missing dtype");
     if (!entry.contains("shape") || !entry["shape"].is_array()) bad("missing shape");
-    if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2)
+    if (!entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
+        entry["data_offsets"].size() != 2)
       bad("missing data_offsets [begin, end]");
 
     TensorView t;
@@ -97,18 +105,21 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
       t.shape.push_back(static_cast<int64_t>(v));
     }
     auto& offs = entry["data_offsets"];
-    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) bad("data_offsets are not unsigned integers");
+    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+      bad("data_offsets are not unsigned integers");
     uint64_t begin = offs[0].get<uint64_t>(), end = offs[1].get<uint64_t>();
     if (begin > end || end > data_size)
-      bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] outside the data section of " +
-          std::to_string(data_size) + " bytes");
+      bad("data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+          "] outside the data section of " + std::to_string(data_size) + " bytes");
     const uint64_t cols = t.shape.empty() ? 1 : t.shape.back();
     if (is_block_quantized(t.dtype) && (t.shape.empty() || cols % kQuantBlock))
-      bad(t.describe() + ": a block-quantized tensor needs its last dimension to be a multiple of " +
+      bad(t.describe() +
+          ": a block-quantized tensor needs its last dimension to be a multiple of " +
           std::to_string(kQuantBlock));
     const uint64_t nbytes = cols ? numel / cols * row_bytes(t.dtype, cols) : 0;
     if (end - begin != nbytes)
-      bad("holds " + std::to_string(end - begin) + " bytes, but " + t.describe() + " needs " + std::to_string(nbytes));
+      bad("holds " + std::to_string(end - begin) + " bytes, but " + t.describe() + " needs " +
+          std::to_string(nbytes));
     t.data = reinterpret_cast<const void*>(static_cast<uintptr_t>(begin));
     t.nbytes = end - begin;
     if (t.nbytes) ranges.emplace_back(begin, end);
@@ -117,34 +128,41 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
   for (const auto& t : out)
     if (is_block_quantized(t.dtype) && !quantized_layout)
       fail(ErrorKind::unsupported, file,
-           "tensor " + t.name + " is " + dtype_name(t.dtype) + " but __metadata__ names no quantization layout");
+           "tensor " + t.name + " is " + dtype_name(t.dtype) +
+               " but __metadata__ names no quantization layout");
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second)
-      fail(ErrorKind::format, file, "tensor data ranges overlap at byte " + std::to_string(ranges[i].first));
+      fail(ErrorKind::format, file,
+           "tensor data ranges overlap at byte " + std::to_string(ranges[i].first));
   return out;
 }
 
 void SafetensorsArchive::add_file(const std::filesystem::path& path, bool read_into_memory) {
   auto file = std::make_unique<MappedFile>(path, read_into_memory);
   std::string name = path.filename().string();
-  if (file->size() < 8) fail(ErrorKind::format, name, "file is " + std::to_string(file->size()) + " bytes, too short for a header");
+  if (file->size() < 8)
+    fail(ErrorKind::format, name,
+         "file is " + std::to_string(file->size()) + " bytes, too short for a header");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = header_len << 8 | file->data()[i];
   if (header_len > file->size() - 8)
-    fail(ErrorKind::format, name, "header length " + std::to_string(header_len) + " runs past the end of the file (" +
-                                      std::to_string(file->size()) + " bytes)");
+    fail(ErrorKind::format, name,
+         "header length " + std::to_string(header_len) + " runs past the end of the file (" +
+             std::to_string(file->size()) + " bytes)");
   std::string_view header(reinterpret_cast<const char*>(file->data() + 8), header_len);
   const uint8_t* data = file->data() + 8 + header_len;
   for (auto& t : parse_safetensors_header(header, file->size() - 8 - header_len, name)) {
     t.data = data + reinterpret_cast<uintptr_t>(t.data);
-    if (tensors_.count(t.name)) fail(ErrorKind::format, name, "tensor " + t.name + " appears in two files");
+    if (tensors_.count(t.name))
+      fail(ErrorKind::format, name, "tensor " + t.name + " appears in two files");
     tensors_.emplace(t.name, std::move(t));
   }
   files_.push_back(std::move(file));
 }
 
-SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& dir, bool read_into_memory) {
+SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& dir,
+                                            bool read_into_memory) {
   SafetensorsArchive archive;
   auto single = dir / "model.safetensors";
   auto index = dir / "model.safetensors.index.json";
@@ -156,16 +174,19 @@ SafetensorsArchive SafetensorsArchive::open(const std::filesystem::path& dir, bo
       fail(ErrorKind::format, index.string(), "missing object \"weight_map\"");
     std::set<std::string> shards;
     for (auto& [tensor, shard] : j["weight_map"].items()) {
-      if (!shard.is_string()) fail(ErrorKind::format, index.string(), "weight_map." + tensor + " is not a file name");
+      if (!shard.is_string())
+        fail(ErrorKind::format, index.string(), "weight_map." + tensor + " is not a file name");
       shards.insert(shard.get<std::string>());
     }
     for (auto& shard : shards) {
       if (shard.find('/') != std::string::npos)
-        fail(ErrorKind::format, index.string(), "shard name " + shard + " is not a plain file name");
+        fail(ErrorKind::format, index.string(),
+             "shard name " + shard + " is not a plain file name");
       archive.add_file(dir / shard, read_into_memory);
     }
   } else {
-    throw Error(ErrorKind::io, single.string() + ": no such file (nor model.safetensors.index.json)");
+    throw Error(ErrorKind::io,
+                single.string() + ": no such file (nor model.safetensors.index.json)");
   }
   return archive;
 }

@@ -1,4 +1,5 @@
-// safetensors files: header parsing with full validation, memory-mapped tensors, sharded checkpoints.
+// safetensors files: header parsing with full validation, memory-mapped tensors, sharded
+// checkpoints.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,8 @@ std::vector<TensorView> parse_safetensors_header(std::string_view header, uint64
 // model.safetensors.index.json; memory-mapped, or read into memory (MappedFile).
 class SafetensorsArchive {
  public:
-  static SafetensorsArchive open(const std::filesystem::path& model_dir, bool read_into_memory = false);
+  static SafetensorsArchive open(const std::filesystem::path& model_dir,
+                                 bool read_into_memory = false);
 
   const TensorView* find(const std::string& name) const;
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }

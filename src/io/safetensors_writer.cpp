@@ -26,11 +26,14 @@ const char* safetensors_dtype(DType t) {
 }
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
-                       const nlohmann::json& metadata, const std::function<const void*(size_t i)>& data) {
+                       const nlohmann::json& metadata,
+                       const std::function<const void*(size_t i)>& data) {
   nlohmann::json header = {{"__metadata__", metadata}};
   uint64_t offset = 0;
   for (const TensorToWrite& t : tensors) {
-    header[t.name] = {{"dtype", safetensors_dtype(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes()}}};
+    header[t.name] = {{"dtype", safetensors_dtype(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.bytes()}}};
     offset += t.bytes();
   }
   std::string text = header.dump();

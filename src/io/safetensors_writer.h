@@ -28,6 +28,7 @@ const char* safetensors_dtype(DType t);
 // tensors[i].bytes() of them, valid until the next call). The file is then dropped from the page
 // cache (drop_from_page_cache). Throws Error(io) when the disk refuses.
 void write_safetensors(const std::filesystem::path& path, const std::vector<TensorToWrite>& tensors,
-                       const nlohmann::json& metadata, const std::function<const void*(size_t i)>& data);
+                       const nlohmann::json& metadata,
+                       const std::function<const void*(size_t i)>& data);
 
 }  // namespace qwen3::io

@@ -5,7 +5,8 @@
 
 namespace qwen3 {
 
-void attention_tensors(const ModelConfig& c, const std::string& p, AttentionWeights& w, const BindTensor& bind) {
+void attention_tensors(const ModelConfig& c, const std::string& p, AttentionWeights& w,
+                       const BindTensor& bind) {
   const int64_t D = c.hidden_size, Dh = c.head_dim;
   const int64_t q = c.num_attention_heads * Dh, kv = c.num_key_value_heads * Dh;
   bind({p + "self_attn.q_proj.weight", {q, D}, TensorRole::matrix}, &w.q_proj);
@@ -21,13 +22,15 @@ void attention_tensors(const ModelConfig& c, const std::string& p, AttentionWeig
 void attention(Step& step, int l, const AttentionWeights& w, const float* h, float* out) {
   const ModelConfig& c = step.c;
   Scratch& s = step.s;
-  const int T = step.rows.T, H = c.num_attention_heads, Hkv = c.num_key_value_heads, Dh = c.head_dim;
+  const int T = step.rows.T, H = c.num_attention_heads, Hkv = c.num_key_value_heads,
+            Dh = c.head_dim;
   const float eps = static_cast<float>(c.rms_norm_eps);
   s.q.resize(size_t(T) * H * Dh);
   s.k.resize(size_t(T) * Hkv * Dh);
   s.v.resize(size_t(T) * Hkv * Dh);
   s.ctx.resize(size_t(T) * H * Dh);
-  ops::matmul(step.rt, h, T, {{w.q_proj, s.q.data()}, {w.k_proj, s.k.data()}, {w.v_proj, s.v.data()}});
+  ops::matmul(step.rt, h, T,
+              {{w.q_proj, s.q.data()}, {w.k_proj, s.k.data()}, {w.v_proj, s.v.data()}});
   ops::rms_norm(step.rt, s.q.data(), w.q_norm.data(), eps, T * H, Dh, s.q.data());  // per head
   ops::rms_norm(step.rt, s.k.data(), w.k_norm.data(), eps, T * Hkv, Dh, s.k.data());
   for (int t = 0; t < T; ++t) {
@@ -42,8 +45,8 @@ void attention(Step& step, int l, const AttentionWeights& w, const float* h, flo
     KvCache& cache = seq.layer[l].kv;
     const size_t first = step.rows.item_begin[i];
     items.push_back({&s.q[first * H * Dh], &s.k[first * Hkv * Dh], &s.v[first * Hkv * Dh],
-                     static_cast<int>(step.batch[i].tokens.size()), seq.length, cache.k.data(), cache.v.data(),
-                     seq.kv_dtype, seq.capacity, &s.ctx[first * H * Dh]});
+                     static_cast<int>(step.batch[i].tokens.size()), seq.length, cache.k.data(),
+                     cache.v.data(), seq.kv_dtype, seq.capacity, &s.ctx[first * H * Dh]});
   }
   ops::attention(step.rt, items, H, Hkv, Dh);
   ops::matmul(step.rt, s.ctx.data(), T, w.o_proj, out);

@@ -31,7 +31,8 @@ struct Reader {
   }
   double positive_number(const char* key) const {
     auto& v = field(key);
-    if (!v.is_number() || !(v.get<double>() > 0)) bad(key, "must be a positive number, got " + v.dump());
+    if (!v.is_number() || !(v.get<double>() > 0))
+      bad(key, "must be a positive number, got " + v.dump());
     return v.get<double>();
   }
   bool boolean(const char* key, bool fallback) const {
@@ -53,10 +54,12 @@ void read_moe(const Reader& r, ModelConfig& c) {
   c.num_experts_per_tok = r.positive_int("num_experts_per_tok");
   c.moe_intermediate_size = r.positive_int("moe_intermediate_size");
   if (c.num_experts_per_tok > c.num_experts)
-    r.bad("num_experts_per_tok", "(" + std::to_string(c.num_experts_per_tok) + ") must not exceed num_experts (" +
+    r.bad("num_experts_per_tok", "(" + std::to_string(c.num_experts_per_tok) +
+                                     ") must not exceed num_experts (" +
                                      std::to_string(c.num_experts) + ")");
   c.norm_topk_prob = r.boolean("norm_topk_prob", false);
-  c.decoder_sparse_step = r.j.contains("decoder_sparse_step") ? r.positive_int("decoder_sparse_step") : 1;
+  c.decoder_sparse_step =
+      r.j.contains("decoder_sparse_step") ? r.positive_int("decoder_sparse_step") : 1;
   if (r.j.contains("mlp_only_layers")) {
     auto& m = r.j["mlp_only_layers"];
     if (!m.is_array()) r.bad("mlp_only_layers", "must be a list of layer indices, got " + m.dump());
@@ -75,7 +78,8 @@ void read_moe(const Reader& r, ModelConfig& c) {
   // intermediate_size sizes the dense layers; it may be absent when there are none
   const bool any_dense = std::any_of(c.layers.begin(), c.layers.end(),
                                      [](const LayerKind& l) { return l.ffn == FeedForward::mlp; });
-  if (any_dense || r.j.contains("intermediate_size")) c.intermediate_size = r.positive_int("intermediate_size");
+  if (any_dense || r.j.contains("intermediate_size"))
+    c.intermediate_size = r.positive_int("intermediate_size");
 }
 
 struct Architecture {
@@ -91,7 +95,8 @@ constexpr Architecture kArchitectures[] = {
 
 std::string supported() {
   std::string s;
-  for (const Architecture& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.model_type) + " (" + a.class_name + ")";
+  for (const Architecture& a : kArchitectures)
+    s += (s.empty() ? "" : ", ") + std::string(a.model_type) + " (" + a.class_name + ")";
   return s;
 }
 
@@ -110,13 +115,14 @@ ModelConfig ModelConfig::load(const std::filesystem::path& dir) {
   for (const Architecture& a : kArchitectures)
     if (c.model_type == a.model_type) arch = &a;
   if (!arch)
-    throw Error(ErrorKind::unsupported, r.file + ": model_type \"" + c.model_type + "\" is not supported (supported: " +
-                                            supported() + ")");
+    throw Error(ErrorKind::unsupported, r.file + ": model_type \"" + c.model_type +
+                                            "\" is not supported (supported: " + supported() + ")");
   if (j.contains("architectures")) {
     auto& a = j["architectures"];
     if (!a.is_array() || std::find(a.begin(), a.end(), arch->class_name) == a.end())
-      throw Error(ErrorKind::unsupported, r.file + ": architectures " + a.dump() + " is not supported for model_type " +
-                                              c.model_type + " (supported: " + arch->class_name + ")");
+      throw Error(ErrorKind::unsupported, r.file + ": architectures " + a.dump() +
+                                              " is not supported for model_type " + c.model_type +
+                                              " (supported: " + arch->class_name + ")");
   }
   c.hidden_size = r.positive_int("hidden_size");
   c.num_hidden_layers = r.positive_int("num_hidden_layers");
@@ -131,13 +137,16 @@ ModelConfig ModelConfig::load(const std::filesystem::path& dir) {
     r.bad("num_attention_heads", "must be a multiple of num_key_value_heads");
   if (c.head_dim % 2 != 0) r.bad("head_dim", "must be even for rotary embeddings");
   c.tie_word_embeddings = j.value("tie_word_embeddings", false);
-  c.torch_dtype = j.contains("torch_dtype") && j["torch_dtype"].is_string() ? j["torch_dtype"].get<std::string>()
-                                                                             : std::string("unknown");
+  c.torch_dtype = j.contains("torch_dtype") && j["torch_dtype"].is_string()
+                      ? j["torch_dtype"].get<std::string>()
+                      : std::string("unknown");
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    throw Error(ErrorKind::unsupported, r.file + ": rope_scaling " + j["rope_scaling"].dump() + " is not supported");
+    throw Error(ErrorKind::unsupported,
+                r.file + ": rope_scaling " + j["rope_scaling"].dump() + " is not supported");
   if (j.value("use_sliding_window", false))
     throw Error(ErrorKind::unsupported, r.file + ": use_sliding_window is not supported");
-  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"];
+  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())
+    c.bos_token_id = j["bos_token_id"];
   if (j.contains("eos_token_id")) {
     auto& e = j["eos_token_id"];
     if (e.is_number_integer()) c.eos_token_id.push_back(e.get<int>());
@@ -150,10 +159,12 @@ ModelConfig ModelConfig::load(const std::filesystem::path& dir) {
 }
 
 std::string ModelConfig::summary(const std::string& name) const {
-  std::string s = name + " (" + std::to_string(num_hidden_layers) + " layers, " + std::to_string(hidden_size) +
-                  " dim, " + std::to_string(num_attention_heads) + " Q heads, " +
-                  std::to_string(num_key_value_heads) + " KV heads";
-  if (num_experts) s += ", " + std::to_string(num_experts_per_tok) + " of " + std::to_string(num_experts) + " experts";
+  std::string s = name + " (" + std::to_string(num_hidden_layers) + " layers, " +
+                  std::to_string(hidden_size) + " dim, " + std::to_string(num_attention_heads) +
+                  " Q heads, " + std::to_string(num_key_value_heads) + " KV heads";
+  if (num_experts)
+    s += ", " + std::to_string(num_experts_per_tok) + " of " + std::to_string(num_experts) +
+         " experts";
   return s + ")";
 }
 

@@ -38,12 +38,12 @@ using BindTensor = std::function<void(const TensorSpec&, TensorSlot)>;
 
 // HF Qwen3Attention's weights.
 struct AttentionWeights {
-  ops::Matrix q_proj;          // [H * Dh, D]
-  ops::Matrix k_proj;          // [Hkv * Dh, D]
-  ops::Matrix v_proj;          // [Hkv * Dh, D]
-  io::Buffer<float> q_norm;    // [Dh]
-  io::Buffer<float> k_norm;    // [Dh]
-  ops::Matrix o_proj;          // [D, H * Dh]
+  ops::Matrix q_proj;        // [H * Dh, D]
+  ops::Matrix k_proj;        // [Hkv * Dh, D]
+  ops::Matrix v_proj;        // [Hkv * Dh, D]
+  io::Buffer<float> q_norm;  // [Dh]
+  io::Buffer<float> k_norm;  // [Dh]
+  ops::Matrix o_proj;        // [D, H * Dh]
 };
 
 // HF Qwen3MLP's weights (also one expert of an MoE layer).
@@ -61,24 +61,26 @@ struct MoeWeights {
 
 struct LayerWeights {
   LayerKind kind;
-  io::Buffer<float> input_layernorm;           // [D]
+  io::Buffer<float> input_layernorm;  // [D]
   AttentionWeights self_attn;
   io::Buffer<float> post_attention_layernorm;  // [D]
   MlpWeights mlp;                              // FeedForward::mlp
   MoeWeights moe;                              // FeedForward::moe
 };
 
-void attention_tensors(const ModelConfig& c, const std::string& prefix, AttentionWeights& w, const BindTensor& bind);
-void mlp_tensors(const std::string& prefix, int hidden, int intermediate, TensorRole role, MlpWeights& w,
+void attention_tensors(const ModelConfig& c, const std::string& prefix, AttentionWeights& w,
+                       const BindTensor& bind);
+void mlp_tensors(const std::string& prefix, int hidden, int intermediate, TensorRole role,
+                 MlpWeights& w, const BindTensor& bind);
+void moe_tensors(const ModelConfig& c, const std::string& prefix, MoeWeights& w,
                  const BindTensor& bind);
-void moe_tensors(const ModelConfig& c, const std::string& prefix, MoeWeights& w, const BindTensor& bind);
 
 // The tokens of one step, flattened over the batch.
 struct StepRows {
   int T = 0;
-  std::vector<int32_t> ids;     // [T]
-  std::vector<int> item_begin;  // first row of each item
-  std::vector<float> cos, sin;  // [T, Dh / 2] rotary angles of each row's position
+  std::vector<int32_t> ids;              // [T]
+  std::vector<int> item_begin;           // first row of each item
+  std::vector<float> cos, sin;           // [T, Dh / 2] rotary angles of each row's position
   std::vector<Sequence::State*> states;  // per item: its sequence's state, before this step
 };
 
@@ -89,15 +91,16 @@ struct Scratch {
   io::Buffer<float> h;    // [T, D]      normalised input of a sub-block
   io::Buffer<float> out;  // [T, D]      a sub-block's output, added to the residual
   // attention
-  io::Buffer<float> q;       // [T, H * Dh]
-  io::Buffer<float> k, v;    // [T, Hkv * Dh]
-  io::Buffer<float> ctx;     // [T, H * Dh] attention output before o_proj
+  io::Buffer<float> q;     // [T, H * Dh]
+  io::Buffer<float> k, v;  // [T, Hkv * Dh]
+  io::Buffer<float> ctx;   // [T, H * Dh] attention output before o_proj
   // dense MLP, and the experts' rows of an MoE layer
-  io::Buffer<float> gate;    // [rows, F]
-  io::Buffer<float> up;      // [rows, F]
+  io::Buffer<float> gate;  // [rows, F]
+  io::Buffer<float> up;    // [rows, F]
   // MoE
   io::Buffer<float> router;  // [T, E] logits, then probabilities
-  io::Buffer<float> routed;  // [T * k, D] each token's rows for its chosen experts, grouped by expert
+  io::Buffer<float>
+      routed;  // [T * k, D] each token's rows for its chosen experts, grouped by expert
   io::Buffer<float> expert_out;  // [T * k, D] the experts' outputs, in the same order
 
   size_t bytes() const;

@@ -18,22 +18,29 @@ const char* name_of(const std::array<std::pair<E, const char*>, N>& names, E val
 }
 
 template <class E, size_t N>
-E parse(const std::array<std::pair<E, const char*>, N>& names, std::string_view name, const char* what) {
+E parse(const std::array<std::pair<E, const char*>, N>& names, std::string_view name,
+        const char* what) {
   std::string accepted;
   for (auto& [v, n] : names) {
     if (name == n) return v;
     accepted += (accepted.empty() ? "" : ", ") + std::string(n);
   }
-  throw Error(ErrorKind::invalid_argument, std::string(what) + " must be one of " + accepted + ", got \"" +
-                                               std::string(name) + "\"");
+  throw Error(ErrorKind::invalid_argument, std::string(what) + " must be one of " + accepted +
+                                               ", got \"" + std::string(name) + "\"");
 }
 
-constexpr std::array<std::pair<Isa, const char*>, 5> kIsa{
-    {{Isa::automatic, "auto"}, {Isa::amx, "amx"}, {Isa::avx512, "avx512"}, {Isa::avx2, "avx2"}, {Isa::scalar, "scalar"}}};
+constexpr std::array<std::pair<Isa, const char*>, 5> kIsa{{{Isa::automatic, "auto"},
+                                                           {Isa::amx, "amx"},
+                                                           {Isa::avx512, "avx512"},
+                                                           {Isa::avx2, "avx2"},
+                                                           {Isa::scalar, "scalar"}}};
 constexpr std::array<std::pair<WeightQuant, const char*>, 3> kQuant{
     {{WeightQuant::none, "none"}, {WeightQuant::q8, "q8"}, {WeightQuant::q4, "q4"}}};
 constexpr std::array<std::pair<KvCacheType, const char*>, 4> kKvCache{
-    {{KvCacheType::automatic, "auto"}, {KvCacheType::f32, "f32"}, {KvCacheType::f16, "f16"}, {KvCacheType::bf16, "bf16"}}};
+    {{KvCacheType::automatic, "auto"},
+     {KvCacheType::f32, "f32"},
+     {KvCacheType::f16, "f16"},
+     {KvCacheType::bf16, "bf16"}}};
 constexpr std::array<std::pair<Activations, const char*>, 2> kActivations{
     {{Activations::f32, "f32"}, {Activations::bf16, "bf16"}}};
 
@@ -44,8 +51,14 @@ const char* to_string(WeightQuant quant) { return name_of(kQuant, quant); }
 const char* to_string(KvCacheType type) { return name_of(kKvCache, type); }
 const char* to_string(Activations activations) { return name_of(kActivations, activations); }
 Isa parse_isa(std::string_view name) { return parse(kIsa, name, "isa"); }
-WeightQuant parse_weight_quant(std::string_view name) { return parse(kQuant, name, "quantization type"); }
-KvCacheType parse_kv_cache_type(std::string_view name) { return parse(kKvCache, name, "KV cache type"); }
-Activations parse_activations(std::string_view name) { return parse(kActivations, name, "activations"); }
+WeightQuant parse_weight_quant(std::string_view name) {
+  return parse(kQuant, name, "quantization type");
+}
+KvCacheType parse_kv_cache_type(std::string_view name) {
+  return parse(kKvCache, name, "KV cache type");
+}
+Activations parse_activations(std::string_view name) {
+  return parse(kActivations, name, "activations");
+}
 
 }  // namespace qwen3

@@ -14,7 +14,8 @@ namespace {
 
 class Forward {
  public:
-  Forward(const ModelConfig& c, Model::Impl& m, std::span<const BatchItem> batch, const StepRows& rows)
+  Forward(const ModelConfig& c, Model::Impl& m, std::span<const BatchItem> batch,
+          const StepRows& rows)
       : c_(c), w_(m.w), step_{c, *m.rt, batch, rows, m.scratch}, batch_logits_(m.batch_logits) {}
 
   // HF: Qwen3Model.forward, then lm_head on the rows that need logits.
@@ -28,7 +29,8 @@ class Forward {
     if (observer) (*observer)("embed", s.x.data(), T, D);
     for (int l = 0; l < c_.num_hidden_layers; ++l) {
       block(l, s.x);
-      if (observer && l + 1 < c_.num_hidden_layers) (*observer)("layers." + std::to_string(l), s.x.data(), T, D);
+      if (observer && l + 1 < c_.num_hidden_layers)
+        (*observer)("layers." + std::to_string(l), s.x.data(), T, D);
     }
     final_norm(s.x);
     if (observer) (*observer)("norm", s.x.data(), T, D);
@@ -39,9 +41,12 @@ class Forward {
 
  private:
   // HF: self.embed_tokens(input_ids)
-  void embed(io::Buffer<float>& x) { ops::embed(step_.rt, w_.embed_tokens, step_.rows.ids, x.data()); }
+  void embed(io::Buffer<float>& x) {
+    ops::embed(step_.rt, w_.embed_tokens, step_.rows.ids, x.data());
+  }
 
-  // HF: Qwen3DecoderLayer.forward: x += mixer(input_layernorm(x)); x += ffn(post_attention_layernorm(x))
+  // HF: Qwen3DecoderLayer.forward: x += mixer(input_layernorm(x)); x +=
+  // ffn(post_attention_layernorm(x))
   void block(int l, io::Buffer<float>& x) {
     const LayerWeights& lw = w_.layers[l];
     const int T = step_.rows.T, D = c_.hidden_size;
@@ -62,8 +67,8 @@ class Forward {
 
   // HF: self.norm(hidden_states)
   void final_norm(io::Buffer<float>& x) {
-    ops::rms_norm(step_.rt, x.data(), w_.norm.data(), static_cast<float>(c_.rms_norm_eps), step_.rows.T,
-                  c_.hidden_size, x.data());
+    ops::rms_norm(step_.rt, x.data(), w_.norm.data(), static_cast<float>(c_.rms_norm_eps),
+                  step_.rows.T, c_.hidden_size, x.data());
   }
 
   // HF: self.lm_head(hidden_states), only on the rows whose logits are wanted, all items in one
@@ -109,7 +114,8 @@ class Forward {
 
 size_t Scratch::bytes() const {
   size_t floats = 0;
-  for (const io::Buffer<float>* b : {&x, &h, &out, &q, &k, &v, &ctx, &gate, &up, &router, &routed, &expert_out})
+  for (const io::Buffer<float>* b :
+       {&x, &h, &out, &q, &k, &v, &ctx, &gate, &up, &router, &routed, &expert_out})
     floats += b->size();
   return sizeof(float) * floats;
 }
@@ -120,14 +126,19 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   std::unique_ptr<Model> m(new Model());
   m->config_ = ModelConfig::load(dir);
   m->name_ = std::filesystem::absolute(dir).lexically_normal().filename().string();
-  if (m->name_.empty()) m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  if (m->name_.empty())
+    m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
   const bool bf16_activations = options.activations == Activations::bf16;
-  ops::RuntimePtr rt = ops::make_runtime(to_string(options.isa), options.threads, to_string(options.activations));
-  // The bf16 cache comes with bf16 activations: AVX512_BF16's kernels, multiplying pairs of dimensions.
-  const bool bf16_cache = bf16_activations && ops::attends_over(*rt, DType::bf16) && m->config_.head_dim % 2 == 0;
+  ops::RuntimePtr rt =
+      ops::make_runtime(to_string(options.isa), options.threads, to_string(options.activations));
+  // The bf16 cache comes with bf16 activations: AVX512_BF16's kernels, multiplying pairs of
+  // dimensions.
+  const bool bf16_cache =
+      bf16_activations && ops::attends_over(*rt, DType::bf16) && m->config_.head_dim % 2 == 0;
   if (options.kv_cache == KvCacheType::bf16 && !bf16_cache)
-    throw Error(ErrorKind::unsupported, m->config_.head_dim % 2 ? "a bf16 KV cache needs an even head_dim"
-                                                                : "a bf16 KV cache needs --activations bf16 (AVX512_BF16)");
+    throw Error(ErrorKind::unsupported,
+                m->config_.head_dim % 2 ? "a bf16 KV cache needs an even head_dim"
+                                        : "a bf16 KV cache needs --activations bf16 (AVX512_BF16)");
   Weights w = load_weights(dir, m->config_, !options.mmap);
   if (options.quant != WeightQuant::none)
     quantize_weights(m->config_, w, quant_dtype(options.quant), options.keep_head, *rt);
@@ -137,9 +148,9 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     case KvCacheType::f16: kv = DType::f16; break;
     case KvCacheType::bf16: kv = DType::bf16; break;
     case KvCacheType::automatic:
-      kv = bf16_cache                                                      ? DType::bf16
+      kv = bf16_cache                                                    ? DType::bf16
            : is_block_quantized(w.layers.front().self_attn.q_proj.dtype) ? DType::f16
-                                                                           : DType::f32;
+                                                                         : DType::f32;
       break;
   }
   m->impl_ = std::make_unique<Impl>(m->config_, std::move(w), std::move(rt), kv);
@@ -163,31 +174,35 @@ double Model::read_speed() {
 }
 const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
 
-std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch, const Observer* observer) {
+std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch,
+                                            const Observer* observer) {
   std::vector<std::vector<float>> logits;
   step(batch, logits, observer);
   return logits;
 }
 
-void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float>>& logits, const Observer* observer) {
+void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float>>& logits,
+                 const Observer* observer) {
   // Everything is checked before any sequence changes.
   if (batch.empty()) throw Error(ErrorKind::invalid_argument, "step: empty batch");
   StepRows rows;
   std::set<const Sequence*> seen;
   for (auto& item : batch) {
-    if (!item.sequence) throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
+    if (!item.sequence)
+      throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
     const Sequence::State& s = *item.sequence->state_;
     if (s.layers != config_.num_hidden_layers || s.kv_heads != config_.num_key_value_heads ||
         s.head_dim != config_.head_dim || s.kv_dtype != impl_->kv_cache)
       throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
     if (!seen.insert(item.sequence).second)
       throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
-    if (item.tokens.empty()) throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");
+    if (item.tokens.empty())
+      throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");
     if (item.tokens.size() > size_t(s.max_context - s.length))
-      throw Error(ErrorKind::context_overflow, "context overflow: " + std::to_string(s.length) + " cached + " +
-                                                   std::to_string(item.tokens.size()) +
-                                                   " new tokens exceed the context of " +
-                                                   std::to_string(s.max_context));
+      throw Error(ErrorKind::context_overflow,
+                  "context overflow: " + std::to_string(s.length) + " cached + " +
+                      std::to_string(item.tokens.size()) + " new tokens exceed the context of " +
+                      std::to_string(s.max_context));
     for (TokenId id : item.tokens)
       if (id < 0 || id >= config_.vocab_size)
         throw Error(ErrorKind::invalid_argument, "token id " + std::to_string(id) +

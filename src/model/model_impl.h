@@ -13,16 +13,19 @@ namespace qwen3 {
 
 struct Model::Impl {
   Impl(const ModelConfig& c, Weights weights, ops::RuntimePtr runtime, DType kv)
-      : w(std::move(weights)), rt(std::move(runtime)), kv_cache(kv), per_token(w.per_token_matrices(c)) {
+      : w(std::move(weights)),
+        rt(std::move(runtime)),
+        kv_cache(kv),
+        per_token(w.per_token_matrices(c)) {
     prefaulting = std::thread([this] { prefault(per_token); });
   }
   ~Impl() { prefaulting.join(); }
 
   Weights w;
   ops::RuntimePtr rt;
-  DType kv_cache;                   // f32, f16 or bf16
+  DType kv_cache;                      // f32, f16 or bf16
   std::vector<ops::Matrix> per_token;  // what one decoded token reads (Weights::per_token_matrices)
-  std::vector<float> batch_logits;  // a batch's LM-head product, kept for the next decode step
+  std::vector<float> batch_logits;     // a batch's LM-head product, kept for the next decode step
   Scratch scratch;
   std::thread prefaulting;  // maps the weights' pages while the caller loads the tokenizer
 };

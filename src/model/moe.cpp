@@ -6,11 +6,13 @@
 
 namespace qwen3 {
 
-void moe_tensors(const ModelConfig& c, const std::string& p, MoeWeights& w, const BindTensor& bind) {
+void moe_tensors(const ModelConfig& c, const std::string& p, MoeWeights& w,
+                 const BindTensor& bind) {
   bind({p + "mlp.gate.weight", {c.num_experts, c.hidden_size}, TensorRole::router}, &w.gate);
   for (int e = 0; e < c.num_experts; ++e)
-    mlp_tensors(p + "mlp.experts." + std::to_string(e) + ".", c.hidden_size, c.moe_intermediate_size,
-                TensorRole::expert, w.experts[e], [&](TensorSpec spec, TensorSlot slot) {
+    mlp_tensors(p + "mlp.experts." + std::to_string(e) + ".", c.hidden_size,
+                c.moe_intermediate_size, TensorRole::expert, w.experts[e],
+                [&](TensorSpec spec, TensorSlot slot) {
                   spec.expert = e;
                   bind(spec, slot);
                 });

@@ -37,7 +37,8 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
   const io::SafetensorsArchive archive = io::SafetensorsArchive::open(dir);
   std::filesystem::create_directories(out_dir);
   if (std::filesystem::equivalent(dir, out_dir))
-    throw Error(ErrorKind::invalid_argument, out_dir.string() + ": the output folder must differ from the model folder");
+    throw Error(ErrorKind::invalid_argument,
+                out_dir.string() + ": the output folder must differ from the model folder");
 
   // The model's own list of tensors, with the same choice of matrices as quantize_weights at load
   // time, so both give identical logits; written in the source's order, so float tensors kept as
@@ -45,7 +46,8 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
   // copy, never read, is left out.
   std::map<std::string, TensorRole> roles;
   for (const TensorSpec& spec : tensor_specs(config)) {
-    if (!archive.find(spec.name)) throw Error(ErrorKind::format, "model.safetensors: missing tensor " + spec.name);
+    if (!archive.find(spec.name))
+      throw Error(ErrorKind::format, "model.safetensors: missing tensor " + spec.name);
     roles[spec.name] = spec.role;
   }
   std::vector<Planned> plan;
@@ -56,10 +58,12 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
     DType dtype = t.dtype;
     if (quantized_role(roles[name], options.keep_head)) {
       if (is_block_quantized(t.dtype))
-        throw Error(ErrorKind::invalid_argument, t.file + ": tensor " + name + " is already " + t.describe());
+        throw Error(ErrorKind::invalid_argument,
+                    t.file + ": tensor " + name + " is already " + t.describe());
       if (t.shape.size() != 2 || t.shape[1] % kQuantBlock)
-        throw Error(ErrorKind::unsupported, t.file + ": tensor " + name + ": " + t.describe() +
-                                                ": cannot quantize, columns are not a multiple of 32");
+        throw Error(ErrorKind::unsupported,
+                    t.file + ": tensor " + name + ": " + t.describe() +
+                        ": cannot quantize, columns are not a multiple of 32");
       dtype = to;
     }
     plan.push_back({&t, dtype});
@@ -70,22 +74,26 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
   ops::RuntimePtr rt = ops::make_runtime("auto", 0);
   std::vector<uint8_t> buffer;
   uint64_t done = 0;
-  io::write_safetensors(out_dir / "model.safetensors", tensors,
-                        {{"format", "pt"}, {"quantization", dtype_name(to)}, {"layout", kQuantLayout}},
-                        [&](size_t i) -> const void* {
-                          const io::TensorView& t = *plan[i].source;
-                          if (progress) progress(done += t.nbytes, total);
-                          if (plan[i].dtype == t.dtype) return t.data;
-                          buffer.resize(tensors[i].bytes());
-                          ops::quantize(*rt, ops::Matrix{t.dtype, t.data, int(t.shape[0]), int(t.shape[1])},
-                                        plan[i].dtype, buffer.data());
-                          return buffer.data();
-                        });
+  io::write_safetensors(
+      out_dir / "model.safetensors", tensors,
+      {{"format", "pt"}, {"quantization", dtype_name(to)}, {"layout", kQuantLayout}},
+      [&](size_t i) -> const void* {
+        const io::TensorView& t = *plan[i].source;
+        if (progress) progress(done += t.nbytes, total);
+        if (plan[i].dtype == t.dtype) return t.data;
+        buffer.resize(tensors[i].bytes());
+        ops::quantize(*rt, ops::Matrix{t.dtype, t.data, int(t.shape[0]), int(t.shape[1])},
+                      plan[i].dtype, buffer.data());
+        return buffer.data();
+      });
 
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const auto name = entry.path().filename().string();
-    if (!entry.is_regular_file() || name.ends_with(".safetensors") || name == "model.safetensors.index.json") continue;
-    std::filesystem::copy_file(entry.path(), out_dir / name, std::filesystem::copy_options::overwrite_existing);
+    if (!entry.is_regular_file() || name.ends_with(".safetensors") ||
+        name == "model.safetensors.index.json")
+      continue;
+    std::filesystem::copy_file(entry.path(), out_dir / name,
+                               std::filesystem::copy_options::overwrite_existing);
   }
 }
 

@@ -48,17 +48,32 @@ ModelConfig moe(ModelConfig c, int experts, int per_token, int expert_intermedia
 
 nlohmann::json config_json(const ModelConfig& c) {
   const bool is_moe = c.model_type == "qwen3_moe";
-  nlohmann::json j = {
-      {"architectures", {is_moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"}}, {"attention_bias", false},
-      {"attention_dropout", 0.0}, {"bos_token_id", c.bos_token_id}, {"eos_token_id", c.eos_token_id.front()},
-      {"head_dim", c.head_dim}, {"hidden_act", "silu"}, {"hidden_size", c.hidden_size},
-      {"initializer_range", 0.02}, {"intermediate_size", c.intermediate_size},
-      {"max_position_embeddings", c.max_position_embeddings}, {"max_window_layers", c.num_hidden_layers},
-      {"model_type", c.model_type}, {"num_attention_heads", c.num_attention_heads},
-      {"num_hidden_layers", c.num_hidden_layers}, {"num_key_value_heads", c.num_key_value_heads},
-      {"rms_norm_eps", c.rms_norm_eps}, {"rope_scaling", nullptr}, {"rope_theta", c.rope_theta},
-      {"sliding_window", nullptr}, {"tie_word_embeddings", c.tie_word_embeddings}, {"torch_dtype", "bfloat16"},
-      {"use_cache", true}, {"use_sliding_window", false}, {"vocab_size", c.vocab_size}, {"random_weights", true}};
+  nlohmann::json j = {{"architectures", {is_moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"}},
+                      {"attention_bias", false},
+                      {"attention_dropout", 0.0},
+                      {"bos_token_id", c.bos_token_id},
+                      {"eos_token_id", c.eos_token_id.front()},
+                      {"head_dim", c.head_dim},
+                      {"hidden_act", "silu"},
+                      {"hidden_size", c.hidden_size},
+                      {"initializer_range", 0.02},
+                      {"intermediate_size", c.intermediate_size},
+                      {"max_position_embeddings", c.max_position_embeddings},
+                      {"max_window_layers", c.num_hidden_layers},
+                      {"model_type", c.model_type},
+                      {"num_attention_heads", c.num_attention_heads},
+                      {"num_hidden_layers", c.num_hidden_layers},
+                      {"num_key_value_heads", c.num_key_value_heads},
+                      {"rms_norm_eps", c.rms_norm_eps},
+                      {"rope_scaling", nullptr},
+                      {"rope_theta", c.rope_theta},
+                      {"sliding_window", nullptr},
+                      {"tie_word_embeddings", c.tie_word_embeddings},
+                      {"torch_dtype", "bfloat16"},
+                      {"use_cache", true},
+                      {"use_sliding_window", false},
+                      {"vocab_size", c.vocab_size},
+                      {"random_weights", true}};
   if (is_moe) {
     j["num_experts"] = c.num_experts;
     j["num_experts_per_tok"] = c.num_experts_per_tok;
@@ -79,8 +94,9 @@ void fill_random(std::vector<uint16_t>& out, uint64_t& state) {
     state ^= state << 13;
     state ^= state >> 7;
     state ^= state << 17;
-    const float u =
-        (int(state & 0xffff) + int((state >> 16) & 0xffff) + int((state >> 32) & 0xffff) - 98302.5f) / 65536.0f;
+    const float u = (int(state & 0xffff) + int((state >> 16) & 0xffff) +
+                     int((state >> 32) & 0xffff) - 98302.5f) /
+                    65536.0f;
     const float f = u * 0.04f;  // sum of three uniforms: sd 0.5 -> 0.02
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
@@ -99,19 +115,25 @@ ModelConfig random_model_preset(const std::string& name) {
   throw Error(ErrorKind::invalid_argument, "unknown preset \"" + name + "\" (" + known + ")");
 }
 
-std::vector<std::string> random_model_presets() { return {"qwen3-0.6b", "qwen3-30b-a3b", "qwen3-moe-small"}; }
+std::vector<std::string> random_model_presets() {
+  return {"qwen3-0.6b", "qwen3-30b-a3b", "qwen3-moe-small"};
+}
 
-void write_random_model(const fs::path& out, const ModelConfig& shape, const RandomModelOptions& options) {
+void write_random_model(const fs::path& out, const ModelConfig& shape,
+                        const RandomModelOptions& options) {
   fs::create_directories(out);
   const auto config_path = out / "config.json";
   std::ofstream(config_path) << config_json(shape).dump(2) << "\n";
   const ModelConfig c = ModelConfig::load(out);  // checks the shape, derives the layer kinds
-  nlohmann::json gen = {{"bos_token_id", 151643}, {"do_sample", true}, {"eos_token_id", {151645, 151643}},
-                        {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20}, {"top_p", 0.95}};
+  nlohmann::json gen = {
+      {"bos_token_id", 151643}, {"do_sample", true},  {"eos_token_id", {151645, 151643}},
+      {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20},
+      {"top_p", 0.95}};
   std::ofstream(out / "generation_config.json") << gen.dump(2) << "\n";
   for (auto f : {"tokenizer.json", "tokenizer_config.json"}) {
     if (!fs::exists(options.tokenizer_from / f))
-      throw Error(ErrorKind::io, (options.tokenizer_from / f).string() + ": no such file (pass --tokenizer-from DIR)");
+      throw Error(ErrorKind::io, (options.tokenizer_from / f).string() +
+                                     ": no such file (pass --tokenizer-from DIR)");
     fs::copy_file(options.tokenizer_from / f, out / f, fs::copy_options::overwrite_existing);
   }
 
@@ -119,12 +141,14 @@ void write_random_model(const fs::path& out, const ModelConfig& shape, const Ran
   const DType to = quantized ? quant_dtype(options.quant) : DType::bf16;
   std::vector<TensorSpec> specs = tensor_specs(c);
   if (c.tie_word_embeddings && !quantized)  // Qwen3-0.6B's copy of its embeddings
-    specs.insert(specs.begin(), {"lm_head.weight", {c.vocab_size, c.hidden_size}, TensorRole::lm_head});
+    specs.insert(specs.begin(),
+                 {"lm_head.weight", {c.vocab_size, c.hidden_size}, TensorRole::lm_head});
   std::vector<io::TensorToWrite> tensors;
   for (const TensorSpec& s : specs) {
     const bool quantize = quantized && quantized_role(s.role, false);
     if (quantize && s.shape[1] % kQuantBlock)
-      throw Error(ErrorKind::unsupported, s.name + ": cannot quantize, columns are not a multiple of 32");
+      throw Error(ErrorKind::unsupported,
+                  s.name + ": cannot quantize, columns are not a multiple of 32");
     tensors.push_back({s.name, quantize ? to : DType::bf16, s.shape});
   }
   ops::RuntimePtr rt = ops::make_runtime("auto", 0);
@@ -143,7 +167,8 @@ void write_random_model(const fs::path& out, const ModelConfig& shape, const Ran
     if (s.role == TensorRole::lm_head && c.tie_word_embeddings) embeddings = values;
     if (tensors[i].dtype == DType::bf16) return values.data();
     blocks.resize(tensors[i].bytes());
-    ops::quantize(*rt, ops::Matrix{DType::bf16, values.data(), int(s.shape[0]), int(s.shape[1])}, to, blocks.data());
+    ops::quantize(*rt, ops::Matrix{DType::bf16, values.data(), int(s.shape[0]), int(s.shape[1])},
+                  to, blocks.data());
     return blocks.data();
   });
 }

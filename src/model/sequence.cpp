@@ -38,7 +38,8 @@ template struct detail::ZeroPagesAllocator<uint8_t>;
 Sequence::Sequence(const Model& model, int max_context) : state_(std::make_unique<State>()) {
   const ModelConfig& c = model.config();
   if (max_context < 0)
-    throw Error(ErrorKind::invalid_argument, "context length must be positive, got " + std::to_string(max_context));
+    throw Error(ErrorKind::invalid_argument,
+                "context length must be positive, got " + std::to_string(max_context));
   if (max_context > c.max_position_embeddings)
     throw Error(ErrorKind::invalid_argument, "context length " + std::to_string(max_context) +
                                                  " exceeds the model's max_position_embeddings " +
@@ -61,15 +62,17 @@ int Sequence::max_context() const { return state_->max_context; }
 
 void Sequence::truncate(int length) {
   if (length < 0 || length > state_->length)
-    throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " + std::to_string(state_->length) +
-                                                 " tokens to " + std::to_string(length));
+    throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " +
+                                                 std::to_string(state_->length) + " tokens to " +
+                                                 std::to_string(length));
   state_->length = length;
 }
 
 void Sequence::State::reserve(int tokens) {
   if (tokens <= capacity) return;
   // Whole blocks of keys (ops/key_layout.h): a head's first positions keep their place as it grows.
-  const int grown_capacity = ops::whole_key_blocks(std::min(max_context, std::max(tokens, capacity + kGrowTokens)));
+  const int grown_capacity =
+      ops::whole_key_blocks(std::min(max_context, std::max(tokens, capacity + kGrowTokens)));
   const size_t element = row_bytes(kv_dtype, 1);
   const size_t old_head = size_t(capacity) * head_dim * element;
   const size_t new_head = size_t(grown_capacity) * head_dim * element;

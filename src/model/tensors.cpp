@@ -24,10 +24,12 @@ void for_each_tensor(const ModelConfig& c, Weights& w, const BindTensor& bind) {
     switch (l.kind.mixer) {
       case Mixer::attention: attention_tensors(c, p, l.self_attn, bind); break;
     }
-    bind({p + "post_attention_layernorm.weight", {D}, TensorRole::norm}, &l.post_attention_layernorm);
+    bind({p + "post_attention_layernorm.weight", {D}, TensorRole::norm},
+         &l.post_attention_layernorm);
     switch (l.kind.ffn) {
       case FeedForward::mlp:
-        mlp_tensors(p + "mlp.", c.hidden_size, c.intermediate_size, TensorRole::matrix, l.mlp, bind);
+        mlp_tensors(p + "mlp.", c.hidden_size, c.intermediate_size, TensorRole::matrix, l.mlp,
+                    bind);
         break;
       case FeedForward::moe: moe_tensors(c, p, l.moe, bind); break;
     }

@@ -19,8 +19,8 @@ const io::TensorView& find(const io::SafetensorsArchive& archive, const TensorSp
   if (t->shape != spec.shape) {
     io::TensorView want = *t;
     want.shape = spec.shape;
-    throw Error(ErrorKind::shape,
-                t->file + ": tensor " + spec.name + ": expected " + want.describe() + ", got " + t->describe());
+    throw Error(ErrorKind::shape, t->file + ": tensor " + spec.name + ": expected " +
+                                      want.describe() + ", got " + t->describe());
   }
   return *t;
 }
@@ -32,7 +32,8 @@ void bind_view(const io::TensorView& t, TensorSlot slot) {
     return;
   }
   if (is_block_quantized(t.dtype))
-    throw Error(ErrorKind::format, t.file + ": tensor " + t.name + ": expected a float dtype, got " + t.describe());
+    throw Error(ErrorKind::format,
+                t.file + ": tensor " + t.name + ": expected a float dtype, got " + t.describe());
   io::Buffer<float>& v = *std::get<io::Buffer<float>*>(slot);
   v.resize(t.shape[0]);
   dequantize_row(t.dtype, t.data, int(t.shape[0]), v.data());
@@ -52,7 +53,9 @@ void prefault(const std::vector<ops::Matrix>& matrices) {
 Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c, bool in_memory) {
   Weights w{io::SafetensorsArchive::open(dir, in_memory), {}, {}, {}, {}, {}};
   size_weights(c, w);
-  for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) { bind_view(find(w.archive, spec), slot); });
+  for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) {
+    bind_view(find(w.archive, spec), slot);
+  });
   // Tied: the LM head is the embedding matrix. Qwen3-0.6B also stores lm_head.weight (an exact
   // copy); it is checked but never read, so its pages are never touched.
   if (c.tie_word_embeddings) {
@@ -81,17 +84,19 @@ bool quantized_role(TensorRole role, bool keep_head) {
   return false;
 }
 
-void quantize_weights(const ModelConfig& c, Weights& w, DType to, bool keep_head, ops::Runtime& rt) {
+void quantize_weights(const ModelConfig& c, Weights& w, DType to, bool keep_head,
+                      ops::Runtime& rt) {
   auto quantize = [&](const std::string& name, ops::Matrix& m) {
     if (is_block_quantized(m.dtype)) {
       if (m.dtype == to) return;
-      throw Error(ErrorKind::invalid_argument, name + " is already " + dtype_name(m.dtype) + ", cannot quantize it to " +
-                                                   dtype_name(to));
+      throw Error(ErrorKind::invalid_argument, name + " is already " + dtype_name(m.dtype) +
+                                                   ", cannot quantize it to " + dtype_name(to));
     }
     if (m.cols % kQuantBlock)
-      throw Error(ErrorKind::unsupported, "cannot quantize " + name + " [" + std::to_string(m.rows) + ", " +
-                                              std::to_string(m.cols) + "]: its columns are not a multiple of " +
-                                              std::to_string(kQuantBlock));
+      throw Error(ErrorKind::unsupported,
+                  "cannot quantize " + name + " [" + std::to_string(m.rows) + ", " +
+                      std::to_string(m.cols) + "]: its columns are not a multiple of " +
+                      std::to_string(kQuantBlock));
     auto& bytes = w.quantized.emplace_back(size_t(m.rows) * row_bytes(to, m.cols));
     ops::quantize(rt, m, to, bytes.data());
     m = ops::Matrix{to, bytes.data(), m.rows, m.cols};

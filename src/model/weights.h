@@ -29,8 +29,8 @@ struct Weights {
 // Sizes w's layers (and their experts) for c.
 void size_weights(const ModelConfig& c, Weights& w);
 // The one list of a model's tensors: calls bind(spec, slot) for every tensor the checkpoint of c
-// holds, in checkpoint order, with the field of w (sized by size_weights) that holds it. Loading, the
-// random-model writer, quantization and bandwidth accounting all walk it. An untied lm_head is
+// holds, in checkpoint order, with the field of w (sized by size_weights) that holds it. Loading,
+// the random-model writer, quantization and bandwidth accounting all walk it. An untied lm_head is
 // listed; a tied one is not (the loader points lm_head at embed_tokens).
 void for_each_tensor(const ModelConfig& c, Weights& w, const BindTensor& bind);
 std::vector<TensorSpec> tensor_specs(const ModelConfig& c);
@@ -42,7 +42,8 @@ void prefault(const std::vector<ops::Matrix>& matrices);
 
 // Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype, mapped
 // or, with `in_memory`, read into huge-page memory.
-Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config, bool in_memory = false);
+Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config,
+                     bool in_memory = false);
 
 // The block-quantized dtype of q8 / q4 (none is an invalid_argument error).
 DType quant_dtype(WeightQuant quant);

@@ -8,11 +8,12 @@ namespace qwen3::ops {
 
 bool cpu_supports(std::string_view isa) {
   if (isa == "scalar") return true;
-  const bool avx2 =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
   if (isa == "avx2") return avx2;
-  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq");
   if (isa == "avx512") return avx512;
   if (isa == "avx512-bf16") return avx512 && __builtin_cpu_supports("avx512bf16");
   if (isa == "amx") return avx512 && __builtin_cpu_supports("avx512bf16") && amx_usable();
@@ -20,18 +21,23 @@ bool cpu_supports(std::string_view isa) {
 }
 
 const KernelTable& select_kernels(std::string_view isa, std::string_view activations) {
-  if (isa == "auto") isa = cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "scalar";
+  if (isa == "auto")
+    isa = cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "scalar";
   if (isa != "amx" && isa != "avx512" && isa != "avx2" && isa != "scalar")
-    throw Error(ErrorKind::invalid_argument, "unknown isa \"" + std::string(isa) + "\" (auto, amx, avx512, avx2, scalar)");
+    throw Error(ErrorKind::invalid_argument,
+                "unknown isa \"" + std::string(isa) + "\" (auto, amx, avx512, avx2, scalar)");
   if (activations != "f32" && activations != "bf16")
     throw Error(ErrorKind::invalid_argument,
                 "activations must be f32 or bf16, got \"" + std::string(activations) + "\"");
-  if (!cpu_supports(isa)) throw Error(ErrorKind::unsupported, "this CPU does not support " + std::string(isa));
+  if (!cpu_supports(isa))
+    throw Error(ErrorKind::unsupported, "this CPU does not support " + std::string(isa));
   if (isa == "amx") return activations == "bf16" ? amx_bf16_kernels() : amx_kernels();
   if (activations == "bf16") {
     if (isa != "avx512" || !cpu_supports("avx512-bf16"))
-      throw Error(ErrorKind::unsupported, "bf16 activations need AVX512_BF16, which " +
-                                              (isa == "avx512" ? std::string("this CPU lacks") : "--isa " + std::string(isa) + " does not use"));
+      throw Error(ErrorKind::unsupported,
+                  "bf16 activations need AVX512_BF16, which " +
+                      (isa == "avx512" ? std::string("this CPU lacks")
+                                       : "--isa " + std::string(isa) + " does not use"));
     return avx512_bf16_kernels();
   }
   if (isa == "avx512") return avx512_kernels();

@@ -13,15 +13,16 @@ namespace qwen3::ops {
 // the kernel's dtype, each row read rotated right by `lead` elements (x[t] rotated to match, see
 // rotate_rows). The reduction order of each output depends on K and lead only, never on T or the
 // n range, so results do not change with batching or threading.
-using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int lead, int n0, int n1, float* y,
-                              int ldy);
+using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int lead, int n0, int n1,
+                              float* y, int ldy);
 
 // The same contract for block-quantized w (q8_0, q4_0) of N rows in the grouped layout of
 // io/quant_blocks.h, with x already quantized per row (quantize_x): xq [T, K] int8, xd [T, K / 32]
-// float scales and xsum [T, K / 32] block sums. Each block's integer dot product is exact; each output then takes, block after block,
-// acc = fma(float(isum), d_w * d_x, acc): one order for every T, n range and row group.
-using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int32_t* xsum, int T, int K,
-                                   const void* w, int N, int n0, int n1, float* y, int ldy);
+// float scales and xsum [T, K / 32] block sums. Each block's integer dot product is exact; each
+// output then takes, block after block, acc = fma(float(isum), d_w * d_x, acc): one order for every
+// T, n range and row group.
+using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int32_t* xsum, int T,
+                                   int K, const void* w, int N, int n0, int n1, float* y, int ldy);
 
 struct KernelTable {
   const char* name;
@@ -44,17 +45,20 @@ struct KernelTable {
   // last block's spare positions score whatever they hold), keys blocked as key_offset. Each
   // score is one multiply-add per dimension (or pair), in order of d: it depends on its query and
   // key only.
-  void (*key_scores[3])(const float* q, int ldq, int R, int D, const void* k, int P, float* s, int lds);
+  void (*key_scores[3])(const float* q, int ldq, int R, int D, const void* k, int P, float* s,
+                        int lds);
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D] (value_offset),
   // out [R, ldo]. Each output is one multiply-add per p (or pair), in order of p, so it depends on
   // nothing but its row.
-  void (*weighted_sum[3])(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo);
+  void (*weighted_sum[3])(const float* a, int lda, int R, int P, const void* v, int D, float* out,
+                          int ldo);
   // n tokens' keys and values of one head (rows of D floats, ld apart) stored at positions p0 ..
   // p0 + n - 1 of the head's cache (keys, values: its position 0), converted to the cache's dtype
   // and laid out as key_offset and value_offset say; null where key_scores is. For bf16, rounded
   // to nearest even as the bf16 kernels round their other factor (AVX512_BF16 rounds denormals to
   // 0, which its dot products would read them as anyway).
-  void (*append_kv[3])(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values);
+  void (*append_kv[3])(const float* k, const float* v, int ld, int n, int D, int p0, void* keys,
+                       void* values);
   // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
   // std::exp), lanes in an order fixed by n.
   void (*softmax)(float* s, int n, float scale);
@@ -95,9 +99,10 @@ const KernelTable& reference_kernels();  // plain loops: the oracle, and the fal
 // Only call these where cpu_supports() says so: their code uses the instruction set.
 const KernelTable& avx2_kernels();    // needs AVX2 + FMA + F16C
 const KernelTable& avx512_kernels();  // needs AVX-512 F/BW/VL/DQ + FMA + F16C
-const KernelTable& avx512_bf16_kernels();  // avx512_kernels with bf16 activations: needs AVX512_BF16 too
-const KernelTable& amx_kernels();       // avx512_kernels with bf16 weights on AMX tiles: needs AMX-BF16
-const KernelTable& amx_bf16_kernels();  // the same with bf16 activations
+const KernelTable&
+avx512_bf16_kernels();             // avx512_kernels with bf16 activations: needs AVX512_BF16 too
+const KernelTable& amx_kernels();  // avx512_kernels with bf16 weights on AMX tiles: needs AMX-BF16
+const KernelTable& amx_bf16_kernels();    // the same with bf16 activations
 bool cpu_supports(std::string_view isa);  // "scalar", "avx2", "avx512", "avx512-bf16", "amx"
 
 // isa: "auto" picks the widest vector set the CPU has (never "amx": decode is slower on tiles);

@@ -15,7 +15,9 @@ namespace qwen3::ops {
 constexpr int kKeyBlock = 16;
 
 // Positions rounded up to whole blocks: what a head's keys take, and what key_scores fills.
-inline int whole_key_blocks(int positions) { return (positions + kKeyBlock - 1) / kKeyBlock * kKeyBlock; }
+inline int whole_key_blocks(int positions) {
+  return (positions + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+}
 
 // Where dimension d of key p sits in one head's blocked keys (an f32 or f16 cache).
 inline size_t key_offset(int p, int d, int head_dim) {

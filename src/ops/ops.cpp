@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "parallel/thread_pool.h"
 #include "io/huge_page_buffer.h"
 #include "io/quant_blocks.h"
 #include "ops/kernels.h"
+#include "parallel/thread_pool.h"
 #include "qwen3/error.h"
 
 namespace qwen3::ops {
@@ -31,7 +31,8 @@ class Runtime {
 
 RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations) {
   if (threads < 0 || threads > 1024)
-    throw Error(ErrorKind::invalid_argument, "threads must be between 0 and 1024, got " + std::to_string(threads));
+    throw Error(ErrorKind::invalid_argument,
+                "threads must be between 0 and 1024, got " + std::to_string(threads));
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return RuntimePtr(new Runtime(select_kernels(isa, activations), threads));
 }
@@ -39,7 +40,9 @@ RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view acti
 void destroy(Runtime* runtime) { delete runtime; }
 const char* isa_name(const Runtime& rt) { return rt.kernels.name; }
 int thread_count(const Runtime& rt) { return rt.pool.size(); }
-bool attends_over(const Runtime& rt, DType kv_cache) { return rt.kernels.key_scores[int(kv_cache)] != nullptr; }
+bool attends_over(const Runtime& rt, DType kv_cache) {
+  return rt.kernels.key_scores[int(kv_cache)] != nullptr;
+}
 
 void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* out) {
   const int D = table.cols;
@@ -48,7 +51,8 @@ void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* o
     const size_t base = size_t(ids[t]) * D;
     if (is_block_quantized(table.dtype)) {
       std::vector<uint8_t> blocks(row_bytes(table.dtype, D));
-      extract_row(table.dtype, static_cast<const uint8_t*>(table.data), table.rows, D, ids[t], blocks.data());
+      extract_row(table.dtype, static_cast<const uint8_t*>(table.data), table.rows, D, ids[t],
+                  blocks.data());
       dequantize_row(table.dtype, blocks.data(), D, row);
       continue;
     }
@@ -76,17 +80,21 @@ void for_range(Runtime& rt, int n, size_t cost, const Fn& fn) {
 template <class Fn>
 void for_elements(Runtime& rt, size_t n, const Fn& fn) {
   constexpr size_t kChunk = 1024;
-  for_range(rt, int((n + kChunk - 1) / kChunk), kChunk, [&](int b, int e) { fn(b * kChunk, std::min(n, e * kChunk)); });
+  for_range(rt, int((n + kChunk - 1) / kChunk), kChunk,
+            [&](int b, int e) { fn(b * kChunk, std::min(n, e * kChunk)); });
 }
 }  // namespace
 
 void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, int n, float* out) {
   for_range(rt, rows, n, [&](int begin, int end) {
-    for (int r = begin; r < end; ++r) rt.kernels.rms_norm(x + size_t(r) * n, w, eps, n, out + size_t(r) * n);
+    for (int r = begin; r < end; ++r)
+      rt.kernels.rms_norm(x + size_t(r) * n, w, eps, n, out + size_t(r) * n);
   });
 }
 
-void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) { matmul(rt, x, T, {{w, y}}); }
+void matmul(Runtime& rt, const float* x, int T, const Matrix& w, float* y) {
+  matmul(rt, x, T, {{w, y}});
+}
 
 void matmul(Runtime& rt, const float* x, int T, std::initializer_list<Product> products) {
   const ProductGroup group{x, T, std::span<const Product>(products.begin(), products.size())};
@@ -106,12 +114,14 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
   const int K = front.w.cols;
   const DType dtype = front.w.dtype;
   const bool quantized = is_block_quantized(dtype);
-  auto lead = [&](const Matrix& w) { return quantized ? 0 : rt.kernels.lead[int(dtype)](w.data, K); };
+  auto lead = [&](const Matrix& w) {
+    return quantized ? 0 : rt.kernels.lead[int(dtype)](w.data, K);
+  };
   const int first_lead = lead(front.w);
   const int g = quantized ? 1 : rt.kernels.tile_rows;  // rows prepared together
   std::vector<Job> jobs;
-  std::vector<int> first_unit{0};            // job j's units: [first_unit[j], first_unit[j + 1])
-  std::vector<int> first_tile{0};            // group i's tiles of x to prepare
+  std::vector<int> first_unit{0};  // job j's units: [first_unit[j], first_unit[j + 1])
+  std::vector<int> first_tile{0};  // group i's tiles of x to prepare
   size_t x_size = 0;
   for (const ProductGroup& group : groups) {
     for (const Product& p : group.products) {
@@ -173,14 +183,16 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
       const Job& job = jobs[j];
       const Matrix& w = job.product->w;
       const int ub = std::max(b, first_unit[j]), ue = std::min(e, first_unit[j + 1]);
-      const int n0 = (ub - first_unit[j]) * kRowsPerUnit, n1 = std::min(w.rows, (ue - first_unit[j]) * kRowsPerUnit);
+      const int n0 = (ub - first_unit[j]) * kRowsPerUnit,
+                n1 = std::min(w.rows, (ue - first_unit[j]) * kRowsPerUnit);
       const int T = job.group->T;
       if (quantized)
         (dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
-            &rt.xq[job.x_at], &rt.xd[job.x_at / kQuantBlock], &rt.xs[job.x_at / kQuantBlock], T, K, w.data, w.rows,
-            n0, n1, job.product->y, w.rows);
+            &rt.xq[job.x_at], &rt.xd[job.x_at / kQuantBlock], &rt.xs[job.x_at / kQuantBlock], T, K,
+            w.data, w.rows, n0, n1, job.product->y, w.rows);
       else
-        rt.kernels.matmul[int(dtype)](&rt.xf[job.x_at], T, K, w.data, first_lead, n0, n1, job.product->y, w.rows);
+        rt.kernels.matmul[int(dtype)](&rt.xf[job.x_at], T, K, w.data, first_lead, n0, n1,
+                                      job.product->y, w.rows);
     }
   });
 }
@@ -194,7 +206,8 @@ void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out) {
     for (int g = b; g < e; ++g) {
       const int r0 = g * kQuantRows, rows = std::min(kQuantRows, w.rows - r0);
       for (int r = 0; r < rows; ++r) {
-        dequantize_row(w.dtype, static_cast<const uint8_t*>(w.data) + (r0 + r) * in_row, w.cols, row.data());
+        dequantize_row(w.dtype, static_cast<const uint8_t*>(w.data) + (r0 + r) * in_row, w.cols,
+                       row.data());
         quantize_row(to, row.data(), w.cols, &plain[r * out_row]);
       }
       interleave_rows(to, rows, w.cols, plain.data(), out + r0 * out_row);
@@ -204,7 +217,8 @@ void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out) {
 
 void rope_angles(int pos, int head_dim, double theta, float* cos, float* sin) {
   for (int i = 0; i < head_dim / 2; ++i) {
-    const float inv_freq = 1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / head_dim);
+    const float inv_freq =
+        1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / head_dim);
     const float angle = static_cast<float>(pos) * inv_freq;
     cos[i] = std::cos(angle);
     sin[i] = std::sin(angle);
@@ -223,20 +237,22 @@ void rope(float* x, int heads, int head_dim, const float* cos, const float* sin)
   }
 }
 
-void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int kv_heads, int head_dim) {
+void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int kv_heads,
+               int head_dim) {
   // A task is one item's KV head and block of query tokens: the block's queries of every head in
   // the group are scored together against the head's cached keys, [rows, Dh] . [P, Dh]^T. All
   // items' tasks go in one parallel run (a batch of 8 decoding sequences: 28 runs a step, not 224).
   constexpr int kQueryBlock = 16;
   const int group = heads / kv_heads, q_row = heads * head_dim;
-  std::vector<int> first_task(items.size() + 1, 0);  // item i's tasks: [first_task[i], first_task[i + 1])
+  std::vector<int> first_task(items.size() + 1,
+                              0);  // item i's tasks: [first_task[i], first_task[i + 1])
   for (size_t i = 0; i < items.size(); ++i)
     first_task[i + 1] = first_task[i] + kv_heads * ((items[i].n + kQueryBlock - 1) / kQueryBlock);
   auto append = [&](const AttentionItem& it, int g) {  // head g's new keys and values
     const size_t head = row_bytes(it.kv_dtype, size_t(g) * it.capacity * head_dim);
-    rt.kernels.append_kv[int(it.kv_dtype)](it.new_k + size_t(g) * head_dim, it.new_v + size_t(g) * head_dim,
-                                           kv_heads * head_dim, it.n, head_dim, it.p0,
-                                           static_cast<uint8_t*>(it.k) + head, static_cast<uint8_t*>(it.v) + head);
+    rt.kernels.append_kv[int(it.kv_dtype)](
+        it.new_k + size_t(g) * head_dim, it.new_v + size_t(g) * head_dim, kv_heads * head_dim, it.n,
+        head_dim, it.p0, static_cast<uint8_t*>(it.k) + head, static_cast<uint8_t*>(it.v) + head);
   };
   // With one block of queries per item (decode), each task appends its own head's keys and values
   // first, in parallel; a prompt's blocks read each other's keys, so they are all appended first.
@@ -248,24 +264,29 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const KernelTable& kt = rt.kernels;
   rt.pool.run(first_task.back(), [&](int b, int e) {
-    thread_local io::Buffer<float> queries, scores, context;  // kept: a decode step has 28 x 8 tasks
+    thread_local io::Buffer<float> queries, scores,
+        context;  // kept: a decode step has 28 x 8 tasks
     for (int task = b; task < e; ++task) {
-      const size_t i = std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1;
+      const size_t i =
+          std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1;
       const AttentionItem& it = items[i];
       const int blocks = (it.n + kQueryBlock - 1) / kQueryBlock, local = task - first_task[i];
-      const int g = local / blocks, t0 = (local % blocks) * kQueryBlock, nt = std::min(kQueryBlock, it.n - t0);
+      const int g = local / blocks, t0 = (local % blocks) * kQueryBlock,
+                nt = std::min(kQueryBlock, it.n - t0);
       if (one_block) append(it, g);
       const int rows = nt * group, P = it.p0 + t0 + nt;  // P: positions the block's last query sees
-      const int lds = whole_key_blocks(P);  // key_scores fills whole blocks
+      const int lds = whole_key_blocks(P);               // key_scores fills whole blocks
       const size_t head_bytes = row_bytes(it.kv_dtype, size_t(g) * it.capacity * head_dim);
       const void* kg = static_cast<const uint8_t*>(it.k) + head_bytes;
       const void* vg = static_cast<const uint8_t*>(it.v) + head_bytes;
       at_least(queries, size_t(rows) * head_dim);
       for (int r = 0; r < rows; ++r)  // row r: token t0 + r / group, head g * group + r % group
-        std::copy_n(it.q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim, head_dim,
-                    &queries[size_t(r) * head_dim]);
+        std::copy_n(
+            it.q + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim,
+            head_dim, &queries[size_t(r) * head_dim]);
       at_least(scores, size_t(rows) * lds);
-      kt.key_scores[int(it.kv_dtype)](queries.data(), head_dim, rows, head_dim, kg, P, scores.data(), lds);
+      kt.key_scores[int(it.kv_dtype)](queries.data(), head_dim, rows, head_dim, kg, P,
+                                      scores.data(), lds);
       for (int r = 0; r < rows; ++r) {  // softmax over the positions each query sees (causal)
         const int visible = it.p0 + t0 + r / group + 1;
         float* s = &scores[size_t(r) * lds];
@@ -273,10 +294,12 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
         std::fill(s + visible, s + P, 0.0f);  // masked: weighs nothing below
       }
       at_least(context, size_t(rows) * head_dim);
-      kt.weighted_sum[int(it.kv_dtype)](scores.data(), lds, rows, P, vg, head_dim, context.data(), head_dim);
+      kt.weighted_sum[int(it.kv_dtype)](scores.data(), lds, rows, P, vg, head_dim, context.data(),
+                                        head_dim);
       for (int r = 0; r < rows; ++r)
-        std::copy_n(&context[size_t(r) * head_dim], head_dim,
-                    it.out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);
+        std::copy_n(
+            &context[size_t(r) * head_dim], head_dim,
+            it.out + size_t(t0 + r / group) * q_row + size_t(g * group + r % group) * head_dim);
     }
   });
 }
@@ -287,7 +310,8 @@ void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out
   });
 }
 
-void route(const float* logits, int T, int E, int k, bool normalize, int32_t* experts, float* weights) {
+void route(const float* logits, int T, int E, int k, bool normalize, int32_t* experts,
+           float* weights) {
   std::vector<float> p(E);
   std::vector<int32_t> order(E);
   for (int t = 0; t < T; ++t) {
@@ -309,8 +333,8 @@ void route(const float* logits, int T, int E, int k, bool normalize, int32_t* ex
   }
 }
 
-void combine_rows(Runtime& rt, const float* y, const int32_t* rows, const float* weights, int T, int k, int D,
-                  float* out) {
+void combine_rows(Runtime& rt, const float* y, const int32_t* rows, const float* weights, int T,
+                  int k, int D, float* out) {
   for_range(rt, T, size_t(k) * D, [&](int begin, int end) {
     for (int t = begin; t < end; ++t) {
       float* o = out + size_t(t) * D;
@@ -338,12 +362,14 @@ uint64_t read(Runtime& rt, std::span<const Matrix> matrices) {
   // Units of 64 KiB, numbered across the matrices in order (as matmul's blocks of rows).
   constexpr size_t kUnit = size_t(64) << 10;
   std::vector<size_t> first_unit{0};  // matrix i's units: [first_unit[i], first_unit[i + 1])
-  for (const Matrix& m : matrices) first_unit.push_back(first_unit.back() + (m.bytes() + kUnit - 1) / kUnit);
+  for (const Matrix& m : matrices)
+    first_unit.push_back(first_unit.back() + (m.bytes() + kUnit - 1) / kUnit);
   std::atomic<uint64_t> total{0};
   rt.pool.run(int(first_unit.back()), [&](int b, int e) {
     uint64_t acc[8] = {};  // independent sums: the loads, not one chain of additions, set the pace
     for (int u = b; u < e; ++u) {
-      const size_t i = std::upper_bound(first_unit.begin(), first_unit.end(), size_t(u)) - first_unit.begin() - 1;
+      const size_t i = std::upper_bound(first_unit.begin(), first_unit.end(), size_t(u)) -
+                       first_unit.begin() - 1;
       const size_t at = (u - first_unit[i]) * kUnit, n = std::min(kUnit, matrices[i].bytes() - at);
       const auto* p = static_cast<const uint8_t*>(matrices[i].data) + at;
       auto word = [&](size_t j, size_t bytes) {  // little-endian, zero-padded

@@ -38,7 +38,8 @@ struct RuntimeDeleter {
   void operator()(Runtime* r) const { destroy(r); }
 };
 using RuntimePtr = std::unique_ptr<Runtime, RuntimeDeleter>;
-// isa, activations: as select_kernels (ops/kernels.h); threads: 0 = one per core. Throws on bad values.
+// isa, activations: as select_kernels (ops/kernels.h); threads: 0 = one per core. Throws on bad
+// values.
 RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations = "f32");
 const char* isa_name(const Runtime& rt);
 int thread_count(const Runtime& rt);
@@ -96,7 +97,8 @@ struct AttentionItem {
   const float* new_k;
   const float* new_v;
   int n, p0;
-  void* k;  // the cache, [Hkv, capacity, Dh] of kv_dtype (f32, f16 or bf16), laid out as key_layout.h
+  void*
+      k;  // the cache, [Hkv, capacity, Dh] of kv_dtype (f32, f16 or bf16), laid out as key_layout.h
   void* v;
   DType kv_dtype;
   int capacity;
@@ -106,21 +108,24 @@ struct AttentionItem {
 // Causal grouped-query attention of every item of a step, as one parallel op: the new keys and
 // values go into the cache, then query head h reads KV head h / (H / Hkv). Scores are computed a
 // block of queries at a time, never as a whole [n, P] matrix.
-void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int kv_heads, int head_dim);
+void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int kv_heads,
+               int head_dim);
 
-// out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may alias
+// out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may
+// alias
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out);
 
 // An MoE router's choice, as HF's Qwen3MoeSparseMoeBlock makes it: p = softmax(logits) in
 // float32, the k most probable experts (of equal ones, the lower index), their p renormalised to
 // sum to 1 when `normalize`. Each token's choices come in ascending expert order, the order HF
 // adds the experts' outputs in.        logits [T, E]; experts, weights [T, k]
-void route(const float* logits, int T, int E, int k, bool normalize, int32_t* experts, float* weights);
+void route(const float* logits, int T, int E, int k, bool normalize, int32_t* experts,
+           float* weights);
 
 // out[t] = sum over j < k, in order, of weights[t, j] * y[rows[t, j]].
 //                                               y [R, D]; rows, weights [T, k]; out [T, D]
-void combine_rows(Runtime& rt, const float* y, const int32_t* rows, const float* weights, int T, int k, int D,
-                  float* out);
+void combine_rows(Runtime& rt, const float* y, const int32_t* rows, const float* weights, int T,
+                  int k, int D, float* out);
 
 // x += y.                                                            [n]
 void add(Runtime& rt, float* x, const float* y, int n);

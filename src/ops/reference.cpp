@@ -17,11 +17,13 @@ float weight_at(const void* w, size_t i) {
 }
 
 template <DType T>
-void matmul(const float* x, int T_, int K, const void* w, int lead, int n0, int n1, float* y, int ldy) {
+void matmul(const float* x, int T_, int K, const void* w, int lead, int n0, int n1, float* y,
+            int ldy) {
   for (int t = 0; t < T_; ++t)
     for (int n = n0; n < n1; ++n) {
       float acc = 0;
-      for (int k = 0; k < K; ++k) acc += x[size_t(t) * K + k] * weight_at<T>(w, size_t(n) * K + (k + K - lead) % K);
+      for (int k = 0; k < K; ++k)
+        acc += x[size_t(t) * K + k] * weight_at<T>(w, size_t(n) * K + (k + K - lead) % K);
       y[size_t(t) * ldy + n] = acc;
     }
 }
@@ -46,23 +48,27 @@ void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, flo
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < padded; ++p) {
       float acc = 0;
-      for (int d = 0; d < D; ++d) acc += factor<T>(q[size_t(r) * ldq + d]) * weight_at<T>(k, key_offset(T, p, d, D));
+      for (int d = 0; d < D; ++d)
+        acc += factor<T>(q[size_t(r) * ldq + d]) * weight_at<T>(k, key_offset(T, p, d, D));
       s[size_t(r) * lds + p] = acc;
     }
 }
 
 template <DType T>
-void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out, int ldo) {
+void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out,
+                  int ldo) {
   for (int r = 0; r < R; ++r)
     for (int d = 0; d < D; ++d) {
       float acc = 0;
-      for (int p = 0; p < P; ++p) acc += factor<T>(a[size_t(r) * lda + p]) * weight_at<T>(v, value_offset(T, p, d, D));
+      for (int p = 0; p < P; ++p)
+        acc += factor<T>(a[size_t(r) * lda + p]) * weight_at<T>(v, value_offset(T, p, d, D));
       out[size_t(r) * ldo + d] = acc;
     }
 }
 
 template <DType T>
-void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys, void* values) {
+void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys,
+               void* values) {
   using Stored = std::conditional_t<T == DType::f32, float, uint16_t>;
   auto convert = [](float x) -> Stored {
     if constexpr (T == DType::f32) return x;
@@ -99,10 +105,18 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
 
 const KernelTable& reference_kernels() {
   static const KernelTable table = with_reference_quant(
-      {"scalar", {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {lead, lead, lead}, {prepare_x, prepare_x, prepare_x}, prepared_floats, 1, {key_scores<DType::f32>, key_scores<DType::f16>, key_scores<DType::bf16>},
+      {"scalar",
+       {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
+       {lead, lead, lead},
+       {prepare_x, prepare_x, prepare_x},
+       prepared_floats,
+       1,
+       {key_scores<DType::f32>, key_scores<DType::f16>, key_scores<DType::bf16>},
        {weighted_sum<DType::f32>, weighted_sum<DType::f16>, weighted_sum<DType::bf16>},
-       {append_kv<DType::f32>, append_kv<DType::f16>, append_kv<DType::bf16>}, softmax, rms_norm, silu_mul});
+       {append_kv<DType::f32>, append_kv<DType::f16>, append_kv<DType::bf16>},
+       softmax,
+       rms_norm,
+       silu_mul});
   return table;
 }
 

@@ -10,8 +10,8 @@ namespace qwen3::ops {
 namespace {
 
 template <DType W>
-void matmul_quant(const int8_t* xq, const float* xd, const int32_t*, int T, int K, const void* w, int N, int n0, int n1, float* y,
-                  int ldy) {
+void matmul_quant(const int8_t* xq, const float* xd, const int32_t*, int T, int K, const void* w,
+                  int N, int n0, int n1, float* y, int ldy) {
   const int nb = K / kQuantBlock;
   const size_t rb = row_bytes(W, K), bytes = rb / (nb ? nb : 1);
   std::vector<uint8_t> row(rb);

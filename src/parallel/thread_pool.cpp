@@ -15,7 +15,9 @@ constexpr auto kSpin = std::chrono::microseconds(300);
 uint64_t pack(uint32_t begin, uint32_t end) { return uint64_t(begin) << 32 | end; }
 uint32_t begin_of(uint64_t range) { return uint32_t(range >> 32); }
 uint32_t end_of(uint64_t range) { return uint32_t(range); }
-uint32_t left_in(uint64_t range) { return end_of(range) - begin_of(range); }  // claims never pass end
+uint32_t left_in(uint64_t range) {
+  return end_of(range) - begin_of(range);
+}  // claims never pass end
 
 // Claims the front half of what is left of a share (at least one index), so that the last
 // chunks are small and the threads finish together.
@@ -25,7 +27,8 @@ bool take_front(std::atomic<uint64_t>& share, uint32_t& begin, uint32_t& end) {
     begin = begin_of(range);
     if (begin >= end_of(range)) return false;
     end = begin + (end_of(range) - begin + 1) / 2;
-  } while (!share.compare_exchange_weak(range, pack(end, end_of(range)), std::memory_order_relaxed));
+  } while (
+      !share.compare_exchange_weak(range, pack(end, end_of(range)), std::memory_order_relaxed));
   return true;
 }
 }  // namespace
@@ -37,9 +40,7 @@ ThreadPool::ThreadPool(int threads) : shares_(new Share[threads]) {
 ThreadPool::~ThreadPool() {
   stop_ = true;
   generation_.fetch_add(1);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-  }
+  { std::lock_guard<std::mutex> lock(mutex_); }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
@@ -47,10 +48,8 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::run_shares(int self) {
   for (;;) {
     uint32_t begin, end;
-    if (take_front(shares_[self].range, begin, end))
-      (*job_)(int(begin), int(end));
-    else if (!steal(self))
-      return;
+    if (take_front(shares_[self].range, begin, end)) (*job_)(int(begin), int(end));
+    else if (!steal(self)) return;
   }
 }
 
@@ -66,7 +65,8 @@ bool ThreadPool::steal(int self) {
     if (victim < 0) return false;
     const uint32_t begin = begin_of(range), end = end_of(range);
     const uint32_t mid = end - (end - begin + 1) / 2;  // the back half, at least one index
-    if (shares_[victim].range.compare_exchange_weak(range, pack(begin, mid), std::memory_order_relaxed)) {
+    if (shares_[victim].range.compare_exchange_weak(range, pack(begin, mid),
+                                                    std::memory_order_relaxed)) {
       shares_[self].range.store(pack(mid, end), std::memory_order_relaxed);
       return true;
     }
@@ -80,8 +80,9 @@ void ThreadPool::run(int n, const std::function<void(int, int)>& fn) {
   }
   job_ = &fn;
   for (int t = 0; t < size(); ++t)
-    shares_[t].range.store(pack(uint32_t(int64_t(n) * t / size()), uint32_t(int64_t(n) * (t + 1) / size())),
-                           std::memory_order_relaxed);
+    shares_[t].range.store(
+        pack(uint32_t(int64_t(n) * t / size()), uint32_t(int64_t(n) * (t + 1) / size())),
+        std::memory_order_relaxed);
   pending_.store(static_cast<int>(workers_.size()));
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) {

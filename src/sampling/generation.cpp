@@ -13,18 +13,24 @@ namespace qwen3 {
 
 void GenerationOptions::validate() const {
   sampling.validate();
-  if (max_tokens < 0) throw Error(ErrorKind::invalid_argument, "max_tokens must be >= 0, got " + std::to_string(max_tokens));
+  if (max_tokens < 0)
+    throw Error(ErrorKind::invalid_argument,
+                "max_tokens must be >= 0, got " + std::to_string(max_tokens));
   if (top_logprobs < 0 || top_logprobs > 20)
-    throw Error(ErrorKind::invalid_argument, "top_logprobs must be between 0 and 20, got " + std::to_string(top_logprobs));
+    throw Error(ErrorKind::invalid_argument,
+                "top_logprobs must be between 0 and 20, got " + std::to_string(top_logprobs));
   for (auto& s : stop)
     if (s.empty()) throw Error(ErrorKind::invalid_argument, "stop strings must not be empty");
-  if (grammar && !grammar->grammar) throw Error(ErrorKind::invalid_argument, "a grammar constraint needs a grammar");
+  if (grammar && !grammar->grammar)
+    throw Error(ErrorKind::invalid_argument, "a grammar constraint needs a grammar");
   if (grammar && eos.empty())
-    throw Error(ErrorKind::invalid_argument, "a grammar constraint needs an eos token to end the output with");
+    throw Error(ErrorKind::invalid_argument,
+                "a grammar constraint needs an eos token to end the output with");
   if (grammar)
     for (TokenId id : grammar->end_tokens)
       if (std::find(eos.begin(), eos.end(), id) == eos.end())
-        throw Error(ErrorKind::invalid_argument, "a grammar's end token " + std::to_string(id) + " is not an eos token");
+        throw Error(ErrorKind::invalid_argument,
+                    "a grammar's end token " + std::to_string(id) + " is not an eos token");
 }
 
 std::vector<TokenId> eos_tokens(const std::filesystem::path& model_dir, const ModelConfig& config) {
@@ -32,9 +38,11 @@ std::vector<TokenId> eos_tokens(const std::filesystem::path& model_dir, const Mo
   std::ifstream in(model_dir / "generation_config.json");
   auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
   if (j.is_object() && j.contains("eos_token_id")) {
-    auto ids = j["eos_token_id"].is_array() ? j["eos_token_id"] : nlohmann::json::array({j["eos_token_id"]});
+    auto ids = j["eos_token_id"].is_array() ? j["eos_token_id"]
+                                            : nlohmann::json::array({j["eos_token_id"]});
     for (auto& id : ids)
-      if (id.is_number_integer() && std::find(eos.begin(), eos.end(), id.get<TokenId>()) == eos.end())
+      if (id.is_number_integer() &&
+          std::find(eos.begin(), eos.end(), id.get<TokenId>()) == eos.end())
         eos.push_back(id.get<TokenId>());
   }
   return eos;
@@ -61,20 +69,25 @@ Generation::Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vect
       history_(prompt_) {
   options_.validate();
   if (options_.grammar)
-    constraint_.emplace(*options_.grammar, options_.grammar->end_tokens.empty() ? options_.eos : options_.grammar->end_tokens);
+    constraint_.emplace(*options_.grammar, options_.grammar->end_tokens.empty()
+                                               ? options_.eos
+                                               : options_.grammar->end_tokens);
   if (prompt_.empty()) throw Error(ErrorKind::invalid_argument, "the prompt is empty");
   // The prompt and at least one generated token must fit.
   if (sequence_.length() + prompt_.size() + 1 > size_t(sequence_.max_context()))
-    throw Error(ErrorKind::context_overflow, "the prompt has " + std::to_string(prompt_.size()) + " tokens; with " +
-                                                 std::to_string(sequence_.length()) + " already in context it exceeds the context of " +
-                                                 std::to_string(sequence_.max_context()) + " tokens");
+    throw Error(ErrorKind::context_overflow,
+                "the prompt has " + std::to_string(prompt_.size()) + " tokens; with " +
+                    std::to_string(sequence_.length()) +
+                    " already in context it exceeds the context of " +
+                    std::to_string(sequence_.max_context()) + " tokens");
   if (options_.max_tokens == 0) finish_ = FinishReason::length;
 }
 
 std::span<const TokenId> Generation::next_input(int chunk) const {
   if (done()) return {};
   if (fed_ < prompt_.size())
-    return std::span<const TokenId>(prompt_).subspan(fed_, std::min(prompt_.size() - fed_, size_t(std::max(chunk, 1))));
+    return std::span<const TokenId>(prompt_).subspan(
+        fed_, std::min(prompt_.size() - fed_, size_t(std::max(chunk, 1))));
   return std::span<const TokenId>(&generated_.back(), 1);
 }
 
@@ -93,12 +106,14 @@ std::optional<GeneratedToken> Generation::advance(int fed, std::span<const float
   generated_.push_back(out.id);
   history_.push_back(out.id);
 
-  const bool eos = std::find(options_.eos.begin(), options_.eos.end(), out.id) != options_.eos.end();
+  const bool eos =
+      std::find(options_.eos.begin(), options_.eos.end(), out.id) != options_.eos.end();
   if (eos) {
     finish_ = FinishReason::eos;
   } else {
     held_ += decoder_.push(out.id);
-    if (int(generated_.size()) >= options_.max_tokens || sequence_.length() >= sequence_.max_context())
+    if (int(generated_.size()) >= options_.max_tokens ||
+        sequence_.length() >= sequence_.max_context())
       finish_ = FinishReason::length;
   }
   out.text = take_safe_text(done());

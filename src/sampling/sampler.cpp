@@ -1,4 +1,5 @@
-// Sampler: penalties -> temperature -> top_k -> top_p -> min_p -> seeded draw, in Hugging Face's order.
+// Sampler: penalties -> temperature -> top_k -> top_p -> min_p -> seeded draw, in Hugging Face's
+// order.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -31,7 +32,8 @@ double uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) *
 
 int32_t argmax(std::span<const float> logits) {
   // The largest value block by block, each block's maximum in independent lanes (which compilers
-  // vectorize; a running index does not), then its first position: 151936 logits in ~35 us, not ~200.
+  // vectorize; a running index does not), then its first position: 151936 logits in ~35 us, not
+  // ~200.
   constexpr size_t kBlock = 1024, kLanes = 16;
   float best = -std::numeric_limits<float>::infinity();
   size_t best_block = 0;
@@ -41,7 +43,8 @@ int32_t argmax(std::span<const float> logits) {
     std::fill_n(lane, kLanes, -std::numeric_limits<float>::infinity());
     size_t i = b;
     for (; i + kLanes <= end; i += kLanes)
-      for (size_t j = 0; j < kLanes; ++j) lane[j] = lane[j] < logits[i + j] ? logits[i + j] : lane[j];
+      for (size_t j = 0; j < kLanes; ++j)
+        lane[j] = lane[j] < logits[i + j] ? logits[i + j] : lane[j];
     for (; i < end; ++i) lane[0] = lane[0] < logits[i] ? logits[i] : lane[0];
     const float m = *std::max_element(lane, lane + kLanes);
     if (m > best) {  // strictly: the first block holding the maximum
@@ -86,10 +89,13 @@ int32_t allowed_argmax(std::span<const float> logits, std::span<const uint64_t> 
   return best_id < 0 ? 0 : best_id;
 }
 
-Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
+  params_.validate();
+}
 
 bool Sampler::penalizes() const {
-  return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
+  return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+         params_.frequency_penalty != 0.0f;
 }
 
 void Sampler::apply_penalties(std::span<const int32_t> history) {
@@ -100,11 +106,12 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
   for (int32_t id : history) {
     if (id < 0 || id >= vocab) {
       for (int32_t seen : history) {
-        if (seen >= 0 && seen < vocab) counts_[seen] = 0;  // keep counts_ all zero for the next call
+        if (seen >= 0 && seen < vocab)
+          counts_[seen] = 0;  // keep counts_ all zero for the next call
       }
-      throw Error(ErrorKind::invalid_argument,
-                  "sampler: history token " + std::to_string(id) + " outside the vocabulary of " +
-                      std::to_string(vocab));
+      throw Error(ErrorKind::invalid_argument, "sampler: history token " + std::to_string(id) +
+                                                   " outside the vocabulary of " +
+                                                   std::to_string(vocab));
     }
     ++counts_[id];
   }
@@ -121,11 +128,12 @@ void Sampler::apply_penalties(std::span<const int32_t> history) {
   }
 }
 
-void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history, bool best_first,
-                     std::span<const uint64_t> allowed) {
+void Sampler::filter(std::span<const float> logits, std::span<const int32_t> history,
+                     bool best_first, std::span<const uint64_t> allowed) {
   check_logits(logits);
   work_.assign(logits.begin(), logits.end());
-  if (!allowed.empty()) {  // only the disallowed bits are visited: masks are mostly all-0 or all-1 words
+  if (!allowed.empty()) {  // only the disallowed bits are visited: masks are mostly all-0 or all-1
+                           // words
     constexpr float kNone = -std::numeric_limits<float>::infinity();
     for (size_t w = 0; w * 64 < work_.size(); ++w) {
       const size_t base = w * 64, end = std::min(work_.size(), base + 64);
@@ -195,7 +203,8 @@ void Sampler::filter(std::span<const float> logits, std::span<const int32_t> his
     double cumulative = 0;
     keep = 0;
     for (size_t window = std::min<size_t>(n, 256);; window = std::min(n, window * 8)) {
-      std::partial_sort(kept_.begin() + static_cast<long>(sorted), kept_.begin() + static_cast<long>(window),
+      std::partial_sort(kept_.begin() + static_cast<long>(sorted),
+                        kept_.begin() + static_cast<long>(window),
                         kept_.begin() + static_cast<long>(n), by_weight);
       sorted = window;
       for (; keep < sorted && cumulative < target; ++keep) cumulative += work_[kept_[keep]];
@@ -205,8 +214,9 @@ void Sampler::filter(std::span<const float> logits, std::span<const int32_t> his
   }
   // A plain draw needs no order: sorting all 151936 tokens when nothing truncates would dominate.
   if (best_first && sorted < keep) {
-    std::partial_sort(kept_.begin() + static_cast<long>(sorted), kept_.begin() + static_cast<long>(keep),
-                      kept_.begin() + static_cast<long>(n), by_weight);
+    std::partial_sort(kept_.begin() + static_cast<long>(sorted),
+                      kept_.begin() + static_cast<long>(keep), kept_.begin() + static_cast<long>(n),
+                      by_weight);
   }
   kept_.resize(keep);
 
@@ -220,7 +230,8 @@ void Sampler::filter(std::span<const float> logits, std::span<const int32_t> his
   for (int32_t id : kept_) work_[id] = static_cast<float>(work_[id] / kept_total);
 }
 
-std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::span<const int32_t> history) {
+std::vector<TokenProb> Sampler::candidates(std::span<const float> logits,
+                                           std::span<const int32_t> history) {
   filter(logits, history, true);
   std::vector<TokenProb> out;
   out.reserve(kept_.size());
@@ -259,11 +270,13 @@ std::vector<TokenProb> top_probs(std::span<const float> logits, int k) {
   const auto n = std::min(logits.size(), static_cast<size_t>(k));
   std::vector<int32_t> ids(logits.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(n), ids.end(), ByLogit{logits.data()});
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<long>(n), ids.end(),
+                    ByLogit{logits.data()});
   const double lse = logsumexp(logits);
   std::vector<TokenProb> out;
   out.reserve(n);
-  for (size_t i = 0; i < n; ++i) out.push_back({ids[i], static_cast<float>(std::exp(logits[ids[i]] - lse))});
+  for (size_t i = 0; i < n; ++i)
+    out.push_back({ids[i], static_cast<float>(std::exp(logits[ids[i]] - lse))});
   return out;
 }
 

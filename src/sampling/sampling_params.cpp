@@ -19,8 +19,8 @@ std::string show(float v) {
 }
 
 [[noreturn]] void reject(const char* field, const std::string& rule, float value) {
-  throw Error(ErrorKind::invalid_argument,
-              std::string("sampling parameter ") + field + " must be " + rule + ", got " + show(value));
+  throw Error(ErrorKind::invalid_argument, std::string("sampling parameter ") + field +
+                                               " must be " + rule + ", got " + show(value));
 }
 
 void check_finite(const char* field, float value) {
@@ -29,11 +29,13 @@ void check_finite(const char* field, float value) {
 
 // Reads one optional numeric field; a present field of the wrong type is a format error.
 template <typename T>
-void read_field(const nlohmann::json& config, const char* key, const std::filesystem::path& file, T& out) {
+void read_field(const nlohmann::json& config, const char* key, const std::filesystem::path& file,
+                T& out) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) return;
   if (!it->is_number()) {
-    throw Error(ErrorKind::format, file.string() + ": field " + key + ": expected a number, got " + it->dump());
+    throw Error(ErrorKind::format,
+                file.string() + ": field " + key + ": expected a number, got " + it->dump());
   }
   out = it->get<T>();
 }
@@ -52,7 +54,8 @@ void SamplingParams::validate() const {
   if (!(top_p > 0 && top_p <= 1)) reject("top_p", "in (0, 1]", top_p);
   if (!(min_p >= 0 && min_p <= 1)) reject("min_p", "in [0, 1]", min_p);
   if (!(repetition_penalty > 0)) reject("repetition_penalty", "> 0", repetition_penalty);
-  if (!(presence_penalty >= -2 && presence_penalty <= 2)) reject("presence_penalty", "in [-2, 2]", presence_penalty);
+  if (!(presence_penalty >= -2 && presence_penalty <= 2))
+    reject("presence_penalty", "in [-2, 2]", presence_penalty);
   if (!(frequency_penalty >= -2 && frequency_penalty <= 2)) {
     reject("frequency_penalty", "in [-2, 2]", frequency_penalty);
   }
@@ -69,7 +72,8 @@ SamplingParams SamplingParams::from_generation_config(const std::filesystem::pat
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(ErrorKind::format, file.string() + ": malformed JSON: " + e.what());
   }
-  if (!config.is_object()) throw Error(ErrorKind::format, file.string() + ": expected a JSON object");
+  if (!config.is_object())
+    throw Error(ErrorKind::format, file.string() + ": expected a JSON object");
   read_field(config, "temperature", file, params.temperature);
   read_field(config, "top_k", file, params.top_k);
   read_field(config, "top_p", file, params.top_p);
@@ -77,7 +81,8 @@ SamplingParams SamplingParams::from_generation_config(const std::filesystem::pat
   read_field(config, "repetition_penalty", file, params.repetition_penalty);
   // Hugging Face ignores the warpers when do_sample is false and decodes greedily.
   auto do_sample = config.find("do_sample");
-  if (do_sample != config.end() && do_sample->is_boolean() && !do_sample->get<bool>()) params.temperature = 0;
+  if (do_sample != config.end() && do_sample->is_boolean() && !do_sample->get<bool>())
+    params.temperature = 0;
   return params;
 }
 

@@ -5,7 +5,8 @@
 
 namespace qwen3::detail {
 
-Bpe::Bpe(const std::array<Id, 256>& byte_ids, const std::vector<Merge>& merges) : byte_ids_(byte_ids) {
+Bpe::Bpe(const std::array<Id, 256>& byte_ids, const std::vector<Merge>& merges)
+    : byte_ids_(byte_ids) {
   size_t capacity = 16;
   shift_ = 60;
   while (capacity < 2 * merges.size() + 2) {
@@ -32,7 +33,9 @@ struct Candidate {
   uint32_t rank;
   uint32_t left;
   // Min-heap on (rank, position): equal ranks merge leftmost first, as in HF's Word::merge_all.
-  bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+  bool operator<(const Candidate& o) const {
+    return rank != o.rank ? rank > o.rank : left > o.left;
+  }
 };
 
 struct Scratch {

@@ -24,7 +24,8 @@ std::string_view nfc(std::string_view text, std::string& storage) {
   utf8proc_uint8_t* out = nullptr;
   // An explicit length (no UTF8PROC_NULLTERM) keeps embedded U+0000 characters.
   utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                      utf8proc_ssize_t(text.size()), &out, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+                                      utf8proc_ssize_t(text.size()), &out,
+                                      utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (len < 0) {
     throw Error(ErrorKind::invalid_argument,
                 std::string("NFC normalization failed: ") + utf8proc_errmsg(len));

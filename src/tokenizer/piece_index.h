@@ -24,8 +24,8 @@ class PieceIndex {
  private:
   struct Slot {
     std::string_view key;
-    uint32_t tag;    // high bits of the key's hash, to skip most key comparisons
-    int32_t id = -1; // -1 when free
+    uint32_t tag;     // high bits of the key's hash, to skip most key comparisons
+    int32_t id = -1;  // -1 when free
   };
   static uint64_t hash(std::string_view key);
   // key's slot, or the free slot it would take.

@@ -8,7 +8,8 @@ namespace qwen3::detail {
 
 // The pattern this scanner implements; the loader rejects a tokenizer.json with any other.
 inline constexpr std::string_view kQwenSplitPattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 // Splits NFC-normalized, well-formed UTF-8 text into pre-tokens (views into text), exactly as

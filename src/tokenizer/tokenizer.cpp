@@ -21,7 +21,8 @@ void encode_plain(const Tokenizer::Impl& t, std::string_view text, std::vector<T
 }
 
 // The added token written at text[pos], longest first (HF matches leftmost-longest), or null.
-const Tokenizer::Impl::AddedToken* added_at(const Tokenizer::Impl& t, std::string_view text, size_t pos) {
+const Tokenizer::Impl::AddedToken* added_at(const Tokenizer::Impl& t, std::string_view text,
+                                            size_t pos) {
   if (!t.added_first_byte[static_cast<unsigned char>(text[pos])]) return nullptr;
   for (const auto& a : t.added) {
     if (text.compare(pos, a.content.size(), a.content) == 0) return &a;
@@ -44,8 +45,9 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool parse_special
   if (size_t bad = detail::find_invalid_utf8(text); bad != std::string_view::npos) {
     static const char hex[] = "0123456789ABCDEF";
     auto byte = static_cast<unsigned char>(text[bad]);
-    throw Error(ErrorKind::invalid_argument, std::string("encode: text is not valid UTF-8 (byte 0x") + hex[byte >> 4] +
-                                                 hex[byte & 15] + " at offset " + std::to_string(bad) + ")");
+    throw Error(ErrorKind::invalid_argument,
+                std::string("encode: text is not valid UTF-8 (byte 0x") + hex[byte >> 4] +
+                    hex[byte & 15] + " at offset " + std::to_string(bad) + ")");
   }
   std::vector<TokenId> ids;
   ids.reserve(text.size() / 4 + 1);
@@ -82,17 +84,19 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool skip_special) c
   return text;
 }
 
-std::string_view Tokenizer::token(TokenId id) const { return impl_->known(id) ? impl_->piece(id) : std::string_view{}; }
+std::string_view Tokenizer::token(TokenId id) const {
+  return impl_->known(id) ? impl_->piece(id) : std::string_view{};
+}
 
 std::string_view Tokenizer::token_bytes(TokenId id) const {
   return impl_->known(id) ? impl_->bytes(id) : std::string_view{};
 }
 
-TokenId Tokenizer::token_id(std::string_view piece) const {
-  return impl_->piece_ids.find(piece);
-}
+TokenId Tokenizer::token_id(std::string_view piece) const { return impl_->piece_ids.find(piece); }
 
-bool Tokenizer::is_special(TokenId id) const { return impl_->known(id) && impl_->entries[size_t(id)].special; }
+bool Tokenizer::is_special(TokenId id) const {
+  return impl_->known(id) && impl_->entries[size_t(id)].special;
+}
 
 size_t Tokenizer::vocab_size() const { return impl_->entries.size(); }
 

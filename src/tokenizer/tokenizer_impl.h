@@ -26,7 +26,7 @@ struct Tokenizer::Impl {
   };
 
   std::string arena;
-  io::Buffer<Entry> entries;  // [vocab_size], by id
+  io::Buffer<Entry> entries;     // [vocab_size], by id
   detail::PieceIndex piece_ids;  // views into arena
   detail::Bpe bpe;
   std::vector<AddedToken> added;  // longest first, so the first match is the longest
@@ -40,7 +40,9 @@ struct Tokenizer::Impl {
     const Entry& e = entries[size_t(id)];
     return {arena.data() + e.bytes_offset, e.bytes_size};
   }
-  bool known(TokenId id) const { return id >= 0 && size_t(id) < entries.size() && entries[size_t(id)].known; }
+  bool known(TokenId id) const {
+    return id >= 0 && size_t(id) < entries.size() && entries[size_t(id)].known;
+  }
 };
 
 namespace detail {

@@ -1,5 +1,6 @@
 // Loads tokenizer.json (Hugging Face `tokenizers` format) into the tokenizer's tables.
-// Only the Qwen2/Qwen3 pipeline is accepted: anything else is rejected rather than tokenized wrongly.
+// Only the Qwen2/Qwen3 pipeline is accepted: anything else is rejected rather than tokenized
+// wrongly.
 #include <simdjson.h>
 
 #include <nlohmann/json.hpp>
@@ -56,16 +57,18 @@ class Reader {
     return v;
   }
   // Optional string field: "" when absent or null.
-  std::string_view optional_string(element obj, std::string_view key, std::string_view where) const {
+  std::string_view optional_string(element obj, std::string_view key,
+                                   std::string_view where) const {
     element e;
     if (obj.at_key(key).get(e) || e.is_null()) return {};
     return string(e, where);
   }
-  void expect(element obj, std::string_view key, std::string_view value, std::string_view where) const {
+  void expect(element obj, std::string_view key, std::string_view value,
+              std::string_view where) const {
     std::string_view actual = string(field(obj, key, where), where);
     if (actual != value) {
-      fail(ErrorKind::unsupported,
-           std::string(where) + " is '" + std::string(actual) + "', expected '" + std::string(value) + "'");
+      fail(ErrorKind::unsupported, std::string(where) + " is '" + std::string(actual) +
+                                       "', expected '" + std::string(value) + "'");
     }
   }
 
@@ -80,28 +83,34 @@ void check_pipeline(const Reader& r, element root) {
   element pre = r.field(root, "pre_tokenizer", "pre_tokenizer");
   r.expect(pre, "type", "Sequence", "pre_tokenizer.type");
   simdjson::dom::array steps;
-  if (r.field(pre, "pretokenizers", "pre_tokenizer.pretokenizers").get(steps) || steps.size() != 2) {
+  if (r.field(pre, "pretokenizers", "pre_tokenizer.pretokenizers").get(steps) ||
+      steps.size() != 2) {
     r.fail(ErrorKind::unsupported, "pre_tokenizer.pretokenizers: expected [Split, ByteLevel]");
   }
   element split = steps.at(0).value_unsafe(), byte_level = steps.at(1).value_unsafe();
   r.expect(split, "type", "Split", "pre_tokenizer.pretokenizers[0].type");
-  r.expect(r.field(split, "pattern", "Split.pattern"), "Regex", kQwenSplitPattern, "Split.pattern.Regex");
+  r.expect(r.field(split, "pattern", "Split.pattern"), "Regex", kQwenSplitPattern,
+           "Split.pattern.Regex");
   r.expect(split, "behavior", "Isolated", "Split.behavior");
-  if (r.boolean(split, "invert", "Split.invert")) r.fail(ErrorKind::unsupported, "Split.invert is true");
+  if (r.boolean(split, "invert", "Split.invert"))
+    r.fail(ErrorKind::unsupported, "Split.invert is true");
   r.expect(byte_level, "type", "ByteLevel", "pre_tokenizer.pretokenizers[1].type");
   if (r.boolean(byte_level, "add_prefix_space", "ByteLevel.add_prefix_space") ||
       r.boolean(byte_level, "use_regex", "ByteLevel.use_regex")) {
-    r.fail(ErrorKind::unsupported, "pre_tokenizer ByteLevel: add_prefix_space and use_regex must be false");
+    r.fail(ErrorKind::unsupported,
+           "pre_tokenizer ByteLevel: add_prefix_space and use_regex must be false");
   }
   r.expect(r.field(root, "decoder", "decoder"), "type", "ByteLevel", "decoder.type");
 
   element model = r.field(root, "model", "model");
   if (r.boolean(model, "byte_fallback", "model.byte_fallback") ||
       r.boolean(model, "ignore_merges", "model.ignore_merges") ||
-      !r.optional_string(model, "continuing_subword_prefix", "model.continuing_subword_prefix").empty() ||
+      !r.optional_string(model, "continuing_subword_prefix", "model.continuing_subword_prefix")
+           .empty() ||
       !r.optional_string(model, "end_of_word_suffix", "model.end_of_word_suffix").empty()) {
     r.fail(ErrorKind::unsupported,
-           "model: byte_fallback, ignore_merges, continuing_subword_prefix and end_of_word_suffix are not supported");
+           "model: byte_fallback, ignore_merges, continuing_subword_prefix and end_of_word_suffix "
+           "are not supported");
   }
   element dropout;
   if (!model.at_key("dropout").get(dropout) && !dropout.is_null()) {
@@ -111,7 +120,8 @@ void check_pipeline(const Reader& r, element root) {
 
 TokenId checked_id(const Reader& r, int64_t id, std::string_view where) {
   // Ids index a dense table; 2^24 is far above any real vocabulary and keeps it small.
-  if (id < 0 || id >= (int64_t{1} << 24)) r.fail(ErrorKind::format, std::string(where) + ": id out of range");
+  if (id < 0 || id >= (int64_t{1} << 24))
+    r.fail(ErrorKind::format, std::string(where) + ": id out of range");
   return TokenId(id);
 }
 
@@ -129,7 +139,8 @@ void add_entry(Tokenizer::Impl& t, const Reader& r, TokenId id, std::string_view
   // HF's ByteLevel decoder maps a token through the byte map, or uses it verbatim when some
   // character is not in the map, as for most added tokens' content.
   if (!piece_to_bytes(piece, t.arena)) {
-    if (!added) r.fail(ErrorKind::format, "vocabulary piece '" + std::string(piece) + "' is not byte-level");
+    if (!added)
+      r.fail(ErrorKind::format, "vocabulary piece '" + std::string(piece) + "' is not byte-level");
     t.arena.append(piece);
   }
   e.bytes_size = uint32_t(t.arena.size() - e.bytes_offset);
@@ -143,17 +154,23 @@ void load_vocab_and_added(Tokenizer::Impl& t, const Reader& r, element root) {
   t.entries.reserve(vocab.size() + 512);
   t.arena.reserve(vocab.size() * 16);
   for (auto [piece, id] : vocab) {
-    add_entry(t, r, checked_id(r, r.integer(id, "model.vocab"), "model.vocab"), piece, false, false);
+    add_entry(t, r, checked_id(r, r.integer(id, "model.vocab"), "model.vocab"), piece, false,
+              false);
   }
   simdjson::dom::array added;
-  if (r.field(root, "added_tokens", "added_tokens").get(added)) r.fail(ErrorKind::format, "added_tokens is not an array");
+  if (r.field(root, "added_tokens", "added_tokens").get(added))
+    r.fail(ErrorKind::format, "added_tokens is not an array");
   for (element a : added) {
-    TokenId id = checked_id(r, r.integer(r.field(a, "id", "added_tokens[].id"), "added_tokens[].id"), "added_tokens");
-    std::string_view content = r.string(r.field(a, "content", "added_tokens[].content"), "added_tokens[].content");
-    if (content.empty()) r.fail(ErrorKind::format, "added token " + std::to_string(id) + " is empty");
+    TokenId id = checked_id(
+        r, r.integer(r.field(a, "id", "added_tokens[].id"), "added_tokens[].id"), "added_tokens");
+    std::string_view content =
+        r.string(r.field(a, "content", "added_tokens[].content"), "added_tokens[].content");
+    if (content.empty())
+      r.fail(ErrorKind::format, "added token " + std::to_string(id) + " is empty");
     if (r.boolean(a, "lstrip", "lstrip") || r.boolean(a, "rstrip", "rstrip") ||
         r.boolean(a, "single_word", "single_word")) {
-      r.fail(ErrorKind::unsupported, "added token '" + std::string(content) + "': lstrip, rstrip, single_word");
+      r.fail(ErrorKind::unsupported,
+             "added token '" + std::string(content) + "': lstrip, rstrip, single_word");
     }
     add_entry(t, r, id, content, true, r.boolean(a, "special", "added_tokens[].special"));
     t.added.push_back({std::string(content), id});
@@ -165,8 +182,9 @@ void load_vocab_and_added(Tokenizer::Impl& t, const Reader& r, element root) {
     if (t.entries[id].known) t.piece_ids.insert(t.piece(TokenId(id)), TokenId(id));
   }
   for (const auto& a : t.added) t.piece_ids.insert(t.piece(a.id), a.id);
-  std::stable_sort(t.added.begin(), t.added.end(),
-                   [](const auto& a, const auto& b) { return a.content.size() > b.content.size(); });
+  std::stable_sort(t.added.begin(), t.added.end(), [](const auto& a, const auto& b) {
+    return a.content.size() > b.content.size();
+  });
   for (const auto& a : t.added) t.added_first_byte[static_cast<unsigned char>(a.content[0])] = true;
 }
 
@@ -174,12 +192,13 @@ using MergePieces = std::vector<std::pair<std::string_view, std::string_view>>; 
 
 // The ids of merges [begin, end): two or three lookups each, the bulk of a load (cache misses
 // into a 151k-entry index), so the two halves of the list are resolved on two threads.
-void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces& pieces, bool unique, size_t begin,
-                    size_t end, std::vector<Merge>& ranked) {
+void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces& pieces,
+                    bool unique, size_t begin, size_t end, std::vector<Merge>& ranked) {
   auto lookup = [&](std::string_view piece, size_t rank) {
     TokenId id = t.piece_ids.find(piece);
     if (id < 0) {
-      r.fail(ErrorKind::format, "merge " + std::to_string(rank) + ": '" + std::string(piece) + "' is not in the vocabulary");
+      r.fail(ErrorKind::format, "merge " + std::to_string(rank) + ": '" + std::string(piece) +
+                                    "' is not in the vocabulary");
     }
     return id;
   };
@@ -191,8 +210,8 @@ void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces
     // lookup's answer, without a third probe of the index.
     const TokenId next = rank > begin ? ranked[rank - 1].merged + 1 : -1;
     const std::string_view spelled = t.known(next) ? t.piece(next) : std::string_view();
-    const bool follows = unique && spelled.size() == left.size() + right.size() && spelled.starts_with(left) &&
-                         spelled.ends_with(right);
+    const bool follows = unique && spelled.size() == left.size() + right.size() &&
+                         spelled.starts_with(left) && spelled.ends_with(right);
     if (!follows) joined.assign(left).append(right);
     ranked[rank] = {lookup(left, rank), lookup(right, rank), follows ? next : lookup(joined, rank)};
   }
@@ -217,15 +236,18 @@ void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
       left = line.substr(0, line.find(' '));
       right = line.substr(line.find(' ') + 1);
     } else {
-      r.fail(ErrorKind::format, "merge " + std::to_string(pieces.size()) + " is neither [\"a\", \"b\"] nor \"a b\"");
+      r.fail(ErrorKind::format,
+             "merge " + std::to_string(pieces.size()) + " is neither [\"a\", \"b\"] nor \"a b\"");
     }
     pieces.emplace_back(left, right);
   }
   std::vector<Merge> ranked(pieces.size());
-  const bool unique = t.piece_ids.size() == size_t(std::count_if(t.entries.begin(), t.entries.end(),
-                                                                  [](const auto& e) { return e.known; }));
+  const bool unique =
+      t.piece_ids.size() == size_t(std::count_if(t.entries.begin(), t.entries.end(),
+                                                 [](const auto& e) { return e.known; }));
   const size_t half = pieces.size() / 2;
-  auto first = std::async(std::launch::async, [&] { resolve_merges(t, r, pieces, unique, 0, half, ranked); });
+  auto first = std::async(std::launch::async,
+                          [&] { resolve_merges(t, r, pieces, unique, 0, half, ranked); });
   std::exception_ptr second;
   try {
     resolve_merges(t, r, pieces, unique, half, pieces.size(), ranked);
@@ -241,7 +263,8 @@ void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
     char byte = char(b);
     bytes_to_piece(std::string_view(&byte, 1), piece);
     byte_ids[size_t(b)] = t.piece_ids.find(piece);
-    if (byte_ids[size_t(b)] < 0) r.fail(ErrorKind::format, "model.vocab has no piece for byte " + std::to_string(b));
+    if (byte_ids[size_t(b)] < 0)
+      r.fail(ErrorKind::format, "model.vocab has no piece for byte " + std::to_string(b));
   }
   t.bpe = Bpe(byte_ids, ranked);
 }
@@ -256,7 +279,8 @@ void check_tokenizer_config(const std::filesystem::path& file) {
     throw Error(ErrorKind::format, file.string() + ": malformed JSON");
   }
   if (config.value("clean_up_tokenization_spaces", false) == true) {
-    throw Error(ErrorKind::unsupported, file.string() + ": clean_up_tokenization_spaces=true is not supported");
+    throw Error(ErrorKind::unsupported,
+                file.string() + ": clean_up_tokenization_spaces=true is not supported");
   }
 }
 
@@ -270,7 +294,8 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer_json(const std::filesystem::path
   io::MappedFile text(file, false, simdjson::SIMDJSON_PADDING);
   simdjson::dom::parser parser;
   element root;
-  if (auto err = parser.parse(reinterpret_cast<const char*>(text.data()), text.size(), false).get(root)) {
+  if (auto err =
+          parser.parse(reinterpret_cast<const char*>(text.data()), text.size(), false).get(root)) {
     r.fail(ErrorKind::format, std::string("malformed JSON: ") + simdjson::error_message(err));
   }
   if (root.type() != element_type::OBJECT) r.fail(ErrorKind::format, "not a JSON object");

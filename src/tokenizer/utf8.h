@@ -35,8 +35,8 @@ inline uint32_t decode_utf8(const unsigned char* p, int* len) {
     return (uint32_t(p[0] & 0x0F) << 12) | (uint32_t(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
   }
   *len = 4;
-  return (uint32_t(p[0] & 0x07) << 18) | (uint32_t(p[1] & 0x3F) << 12) | (uint32_t(p[2] & 0x3F) << 6) |
-         (p[3] & 0x3F);
+  return (uint32_t(p[0] & 0x07) << 18) | (uint32_t(p[1] & 0x3F) << 12) |
+         (uint32_t(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
 }
 
 void append_utf8(uint32_t cp, std::string& out);

@@ -27,8 +27,10 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-inline CliRun run_qwen3(const std::string& args, const std::string& stdin_text = "", bool merge_stderr = true) {
-  const auto err_file = std::filesystem::temp_directory_path() / ("qwen3-cli-err-" + std::to_string(::getpid()));
+inline CliRun run_qwen3(const std::string& args, const std::string& stdin_text = "",
+                        bool merge_stderr = true) {
+  const auto err_file =
+      std::filesystem::temp_directory_path() / ("qwen3-cli-err-" + std::to_string(::getpid()));
   std::string command = shell_quote(qwen3_binary()) + " " + args +
                         (merge_stderr ? " 2>&1" : " 2>" + shell_quote(err_file.string()));
   command = "printf '%s' " + shell_quote(stdin_text) + " | " + command;
@@ -36,7 +38,8 @@ inline CliRun run_qwen3(const std::string& args, const std::string& stdin_text =
   EXPECT_NE(pipe, nullptr);
   CliRun run;
   char buffer[4096];
-  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) run.output.append(buffer, n);
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    run.output.append(buffer, n);
   int status = pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (!merge_stderr) {

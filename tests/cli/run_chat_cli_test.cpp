@@ -1,4 +1,5 @@
-// End-to-end: `qwen3 run`, `chat`, `generate` and `verify` as a user runs them, on the fixture models.
+// End-to-end: `qwen3 run`, `chat`, `generate` and `verify` as a user runs them, on the fixture
+// models.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -24,11 +25,15 @@ nlohmann::json reference_case(const std::string& model, const std::string& name)
 TEST(RunCli, GreedyPrintsTheReferenceContinuation) {
   auto c = reference_case("qwen3-tiny", "france");
   const int n = static_cast<int>(c["greedy_ids"].size());
-  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n " + std::to_string(n), "", false);
+  auto run = run_qwen3(
+      "run " + kTiny + " 'The capital of France is' --temp 0 -n " + std::to_string(n), "", false);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.output, c["greedy_text"].get<std::string>() + "\n");
-  EXPECT_NE(run.err.find("Model:  qwen3-tiny (3 layers, 32 dim, 4 Q heads, 2 KV heads)"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("Stopped: token limit after " + std::to_string(n) + " tokens"), std::string::npos);
+  EXPECT_NE(run.err.find("Model:  qwen3-tiny (3 layers, 32 dim, 4 Q heads, 2 KV heads)"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("Stopped: token limit after " + std::to_string(n) + " tokens"),
+            std::string::npos);
   EXPECT_NE(run.err.find("tok/s"), std::string::npos);
   EXPECT_NE(run.err.find("peak RSS"), std::string::npos);
 }
@@ -38,11 +43,13 @@ TEST(RunCli, LoadFlagsKeepTheGreedyContinuation) {
   // path, checked in the model tests, and here only has to run.
   auto c = reference_case("qwen3-tiny", "france");
   const int n = static_cast<int>(c["greedy_ids"].size());
-  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 --no-mmap -t 1 -n " + std::to_string(n), "",
-                       false);
+  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 --no-mmap -t 1 -n " +
+                           std::to_string(n),
+                       "", false);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.output, c["greedy_text"].get<std::string>() + "\n");
-  auto q8 = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n 8 --quant q8 --no-mmap", "", false);
+  auto q8 = run_qwen3(
+      "run " + kTiny + " 'The capital of France is' --temp 0 -n 8 --quant q8 --no-mmap", "", false);
   ASSERT_EQ(q8.exit_code, 0) << q8.err;
   EXPECT_EQ(q8.output.rfind("The capital of France is", 0), 0u) << q8.output;
   auto bad = run_qwen3("run " + kTiny + " 'hi' --quant q5", "", false);
@@ -51,7 +58,8 @@ TEST(RunCli, LoadFlagsKeepTheGreedyContinuation) {
 }
 
 TEST(RunCli, PromptFromStdinAndShowProbs) {
-  auto run = run_qwen3("run " + kTiny + " - --temp 0 -n 2 --show-probs 3", "The capital of France is", false);
+  auto run = run_qwen3("run " + kTiny + " - --temp 0 -n 2 --show-probs 3",
+                       "The capital of France is", false);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.output.rfind("The capital of France is", 0), 0u) << run.output;
   EXPECT_NE(run.err.find("step 1:"), std::string::npos) << run.err;
@@ -61,7 +69,8 @@ TEST(RunCli, PromptFromStdinAndShowProbs) {
 TEST(RunCli, SeedMakesSamplingReproducible) {
   const std::string args = "run " + kTiny + " 'Hello' -n 12 --temp 1 --top-k 0 --top-p 1 --seed 7";
   auto a = run_qwen3(args, "", false), b = run_qwen3(args, "", false);
-  auto other = run_qwen3("run " + kTiny + " 'Hello' -n 12 --temp 1 --top-k 0 --top-p 1 --seed 8", "", false);
+  auto other =
+      run_qwen3("run " + kTiny + " 'Hello' -n 12 --temp 1 --top-k 0 --top-p 1 --seed 8", "", false);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.output, b.output);
   EXPECT_NE(a.output, other.output);
@@ -71,7 +80,9 @@ TEST(RunCli, StopStringEndsTheOutput) {
   auto c = reference_case("qwen3-tiny", "france");
   const std::string text = c["greedy_text_new"];
   const std::string stop = text.substr(6, 3);  // a piece from inside the greedy continuation
-  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n 32 --stop " + test::shell_quote(stop), "", false);
+  auto run = run_qwen3("run " + kTiny + " 'The capital of France is' --temp 0 -n 32 --stop " +
+                           test::shell_quote(stop),
+                       "", false);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(run.output, "The capital of France is" + text.substr(0, text.find(stop)) + "\n");
   EXPECT_NE(run.err.find("Stopped: stop string"), std::string::npos) << run.err;
@@ -86,7 +97,8 @@ TEST(RunCli, BadArgumentsExitNonZeroWithOneLine) {
       {"run " + kTiny + " 'hi' --top-p 1.5", "error: sampling parameter top_p"},
       {"run " + kTiny + " 'hi' --top-k -3", "error: sampling parameter top_k"},
       {"run " + kTiny + " 'hi' --temp nan", "error: sampling parameter temperature"},
-      {"run " + kTiny + " 'The capital of France is' -c 3", "error: the prompt has 5 tokens"},  // longer than the context
+      {"run " + kTiny + " 'The capital of France is' -c 3",
+       "error: the prompt has 5 tokens"},  // longer than the context
       {"generate " + kUntied + " --ids 1,x,3", "error: --ids: \"x\" is not a token id"},
       {"generate " + kUntied + " --ids 1,5000", "error: token id 5000 is outside the vocabulary"},
       {"verify " + kTiny + " /nonexistent.json", "error: /nonexistent.json: cannot open file"},
@@ -106,7 +118,8 @@ TEST(RunCli, GenerateMatchesTheReferenceGreedyIds) {
   auto run = run_qwen3("generate " + kUntied + " --ids " + ids + " -n 8", "", false);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   std::string want;
-  for (int i = 0; i < 8; ++i) want += (i ? "," : "") + std::to_string(c["greedy_ids"][i].get<int>());
+  for (int i = 0; i < 8; ++i)
+    want += (i ? "," : "") + std::to_string(c["greedy_ids"][i].get<int>());
   EXPECT_EQ(run.output, want + "\n");
 }
 
@@ -120,13 +133,17 @@ TEST(VerifyCli, PassesOnTheFixturesAndFailsBelowTheirPrecision) {
 }
 
 TEST(VerifyCli, ChecksTokenizerAndChatTemplateReferences) {
-  auto tok = run_qwen3("verify " + kTiny + " " + test::shell_quote(test::reference("tokenizer.json").string()));
+  auto tok = run_qwen3("verify " + kTiny + " " +
+                       test::shell_quote(test::reference("tokenizer.json").string()));
   EXPECT_EQ(tok.exit_code, 0) << tok.output;
   EXPECT_NE(tok.output.find("tokenizer: 229/229 cases match"), std::string::npos) << tok.output;
-  auto chat = run_qwen3("verify " + kTiny + " " + test::shell_quote(test::reference("chat_template.json").string()));
+  auto chat = run_qwen3("verify " + kTiny + " " +
+                        test::shell_quote(test::reference("chat_template.json").string()));
   EXPECT_EQ(chat.exit_code, 0) << chat.output;
   EXPECT_NE(chat.output.find("chat template: 8/8 cases match"), std::string::npos) << chat.output;
-  auto bad = run_qwen3("verify " + kTiny + " " + test::shell_quote(test::tiny_model().string() + "/config.json"), "", false);
+  auto bad = run_qwen3(
+      "verify " + kTiny + " " + test::shell_quote(test::tiny_model().string() + "/config.json"), "",
+      false);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("not a reference file"), std::string::npos) << bad.err;
 }
@@ -136,8 +153,9 @@ TEST(ChatCli, FeedsTheTemplateRenderingAndReusesTheCache) {
   auto ref = nlohmann::json::parse(io::read_file(test::reference("chat_template.json")));
   nlohmann::json first;
   for (auto& c : ref["cases"])
-    if (c["messages"].size() == 1 && c["messages"][0]["role"] == "user" && !c.contains("enable_thinking") &&
-        !c.contains("tools") && !c.contains("add_generation_prompt"))
+    if (c["messages"].size() == 1 && c["messages"][0]["role"] == "user" &&
+        !c.contains("enable_thinking") && !c.contains("tools") &&
+        !c.contains("add_generation_prompt"))
       first = c;
   ASSERT_FALSE(first.is_null());
   const std::string question = first["messages"][0]["content"];
@@ -146,9 +164,12 @@ TEST(ChatCli, FeedsTheTemplateRenderingAndReusesTheCache) {
   std::string want = "[prompt ids:";
   for (auto& id : first["ids"]) want += " " + std::to_string(id.get<int>());
   EXPECT_NE(run.err.find(want + "]"), std::string::npos) << run.err;
-  EXPECT_NE(run.err.find("[reused 0 cached tokens, prefilling " + std::to_string(first["ids"].size()) + "]"), std::string::npos);
+  EXPECT_NE(run.err.find("[reused 0 cached tokens, prefilling " +
+                         std::to_string(first["ids"].size()) + "]"),
+            std::string::npos);
   // The second turn reuses the first prompt and the answer tokens fed back (4 sampled, 3 fed).
-  EXPECT_NE(run.err.find("[reused " + std::to_string(first["ids"].size() + 3)), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("[reused " + std::to_string(first["ids"].size() + 3)), std::string::npos)
+      << run.err;
 }
 
 TEST(ChatCli, TypedControlTokensCannotEndTheTurn) {

@@ -11,7 +11,9 @@ namespace {
 
 using qwen3::test::CliRun;
 
-CliRun qwen3(const std::string& args, const std::string& stdin_text = "") { return qwen3::test::run_qwen3(args, stdin_text); }
+CliRun qwen3(const std::string& args, const std::string& stdin_text = "") {
+  return qwen3::test::run_qwen3(args, stdin_text);
+}
 
 const std::string kModel = "'" + qwen3::test::tiny_model().string() + "'";
 

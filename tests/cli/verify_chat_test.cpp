@@ -50,7 +50,8 @@ TEST(VerifyChat, MismatchReportsFirstDifferingByte) {
   EXPECT_NE(printed.find("case single: first difference at byte 10"), std::string::npos) << printed;
   EXPECT_NE(printed.find("expected: \"<|im_startX>user\\nWhat"), std::string::npos) << printed;
   const auto total = std::to_string(ref["cases"].size());
-  EXPECT_NE(printed.find("chat template: " + std::to_string(ref["cases"].size() - 1) + "/" + total + " cases match"),
+  EXPECT_NE(printed.find("chat template: " + std::to_string(ref["cases"].size() - 1) + "/" + total +
+                         " cases match"),
             std::string::npos)
       << printed;
 }
@@ -71,7 +72,8 @@ class TemplateCommand : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("qwen3_template_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("qwen3_template_" +
+            std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -97,13 +99,17 @@ TEST_F(TemplateCommand, ObjectWithToolsAndNoGenerationPrompt) {
     if (c.contains("tools")) tools_case = c;
   }
   ASSERT_FALSE(tools_case.is_null());
-  nlohmann::ordered_json doc = {{"messages", tools_case["messages"]}, {"tools", tools_case["tools"]}};
+  nlohmann::ordered_json doc = {{"messages", tools_case["messages"]},
+                                {"tools", tools_case["tools"]}};
   const auto file = write("chat.json", doc.dump());
   int status = 0;
   const std::string want = tools_case["rendered"].get<std::string>();
-  const std::string without_prompt = want.substr(0, want.size() - std::string("<|im_start|>assistant\n").size());
-  EXPECT_EQ(run_cli("template " + test::tiny_model().string() + " " + file + " --no-generation-prompt", status),
-            without_prompt);
+  const std::string without_prompt =
+      want.substr(0, want.size() - std::string("<|im_start|>assistant\n").size());
+  EXPECT_EQ(
+      run_cli("template " + test::tiny_model().string() + " " + file + " --no-generation-prompt",
+              status),
+      without_prompt);
   EXPECT_EQ(status, 0);
 }
 
@@ -112,7 +118,8 @@ TEST_F(TemplateCommand, BadConversationIsAnError) {
   int status = 0;
   const auto out = run_cli("template " + test::tiny_model().string() + " " + file, status);
   EXPECT_NE(status, 0);
-  EXPECT_NE(out.find("error: messages[0]: field 'content' must be a string"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: messages[0]: field 'content' must be a string"), std::string::npos)
+      << out;
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ TEST(VerifyTokenizer, RealReferenceMatches) {
   size_t total = ref["encode"].size() + ref["decode"].size();
   auto [rc, text] = verify(ref);
   EXPECT_EQ(rc, 0);
-  EXPECT_EQ(text, "tokenizer: " + std::to_string(total) + "/" + std::to_string(total) + " cases match\n");
+  EXPECT_EQ(text,
+            "tokenizer: " + std::to_string(total) + "/" + std::to_string(total) + " cases match\n");
 }
 
 TEST(VerifyTokenizer, CorruptedReferenceFails) {
@@ -48,9 +49,12 @@ TEST(VerifyTokenizer, CorruptedReferenceFails) {
   ref["decode"][1]["decoded"] = "something else";  // a decode case
   auto [rc, text] = verify(ref);
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(text.find("encode[0]: ids differ at position 2: expected 316, got 315"), std::string::npos) << text;
+  EXPECT_NE(text.find("encode[0]: ids differ at position 2: expected 316, got 315"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("decode[1]: decoded bytes differ at position 0"), std::string::npos) << text;
-  EXPECT_NE(text.find("tokenizer: " + std::to_string(total - 2) + "/" + std::to_string(total) + " cases match"),
+  EXPECT_NE(text.find("tokenizer: " + std::to_string(total - 2) + "/" + std::to_string(total) +
+                      " cases match"),
             std::string::npos)
       << text;
 }

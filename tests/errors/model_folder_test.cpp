@@ -20,8 +20,9 @@ namespace fs = std::filesystem;
 class BadFolder : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("qwen3-bad-" + std::to_string(::getpid()) + "-" +
-                                        testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        fs::temp_directory_path() / ("qwen3-bad-" + std::to_string(::getpid()) + "-" +
+                                     testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     for (auto f : {"config.json", "model.safetensors"}) fs::copy_file(source() / f, dir_ / f);
@@ -55,7 +56,8 @@ class BadFolder : public testing::Test {
         const std::string msg = e.what();
         EXPECT_EQ(e.kind(), kind) << msg;
         EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-        for (auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
+        for (auto& f : fragments)
+          EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
       }
     }
   }
@@ -130,8 +132,11 @@ TEST_F(BadFolder, HeaderNotJson) {
 }
 
 TEST_F(BadFolder, OffsetsOutOfRange) {
-  edit_header([](nlohmann::json& h) { h["model.norm.weight"]["data_offsets"] = {1u << 30, (1u << 30) + 256}; });
-  expect_error(ErrorKind::format, {"model.safetensors", "model.norm.weight", "outside the data section"});
+  edit_header([](nlohmann::json& h) {
+    h["model.norm.weight"]["data_offsets"] = {1u << 30, (1u << 30) + 256};
+  });
+  expect_error(ErrorKind::format,
+               {"model.safetensors", "model.norm.weight", "outside the data section"});
 }
 
 TEST_F(BadFolder, OffsetsOverlap) {
@@ -159,8 +164,11 @@ TEST_F(BadFolder, MissingTensor) {
 
 TEST_F(BadFolder, WrongShape) {
   // Same byte count, other shape: only the shape check can catch it.
-  edit_header([](nlohmann::json& h) { h["model.layers.1.mlp.up_proj.weight"]["shape"] = {64, 160}; });
-  expect_error(ErrorKind::shape, {"model.layers.1.mlp.up_proj.weight", "expected f32 [160, 64], got f32 [64, 160]"});
+  edit_header([](nlohmann::json& h) {
+    h["model.layers.1.mlp.up_proj.weight"]["shape"] = {64, 160};
+  });
+  expect_error(ErrorKind::shape,
+               {"model.layers.1.mlp.up_proj.weight", "expected f32 [160, 64], got f32 [64, 160]"});
 }
 
 TEST_F(BadFolder, UntiedWithoutLmHead) {
@@ -197,7 +205,8 @@ TEST(ModelLoad, ShardedCheckpointLoadsLikeOneFile) {
   for (int s = 0; s < 2; ++s) {
     std::string h = shard_headers[s].dump(), out(8, '\0');
     for (int b = 0; b < 8; ++b) out[b] = char((h.size() >> (8 * b)) & 0xff);
-    std::ofstream(dir / ("model-0000" + std::to_string(s + 1) + "-of-00002.safetensors"), std::ios::binary)
+    std::ofstream(dir / ("model-0000" + std::to_string(s + 1) + "-of-00002.safetensors"),
+                  std::ios::binary)
         << out << h << shard_data[s];
   }
   std::ofstream(dir / "model.safetensors.index.json") << index.dump();
@@ -210,7 +219,8 @@ TEST(ModelLoad, ShardedCheckpointLoadsLikeOneFile) {
   const auto got = sharded->step({&ia, 1}), want = single->step({&ib, 1});
   ASSERT_EQ(got.size(), want.size());
   ASSERT_EQ(got[0].size(), want[0].size());
-  for (size_t i = 0; i < want[0].size(); ++i) EXPECT_NEAR(got[0][i], want[0][i], 1e-4f) << "logit " << i;
+  for (size_t i = 0; i < want[0].size(); ++i)
+    EXPECT_NEAR(got[0][i], want[0][i], 1e-4f) << "logit " << i;
   fs::remove_all(dir);
 }
 
@@ -222,7 +232,8 @@ class BadMoeFolder : public BadFolder {
 
 TEST_F(BadMoeFolder, MoreExpertsPerTokenThanExperts) {
   edit_config([](nlohmann::json& j) { j["num_experts_per_tok"] = 9; });
-  expect_error(ErrorKind::format, {"config.json", "num_experts_per_tok", "(9) must not exceed num_experts (8)"});
+  expect_error(ErrorKind::format,
+               {"config.json", "num_experts_per_tok", "(9) must not exceed num_experts (8)"});
 }
 
 TEST_F(BadMoeFolder, MissingExpertCount) {
@@ -247,7 +258,8 @@ TEST_F(BadMoeFolder, NormTopkProbNotABoolean) {
 
 TEST_F(BadMoeFolder, ArchitectureOfAnotherModelType) {
   edit_config([](nlohmann::json& j) { j["architectures"] = {"Qwen3ForCausalLM"}; });
-  expect_error(ErrorKind::unsupported, {"architectures", "model_type qwen3_moe", "Qwen3MoeForCausalLM"});
+  expect_error(ErrorKind::unsupported,
+               {"architectures", "model_type qwen3_moe", "Qwen3MoeForCausalLM"});
 }
 
 TEST_F(BadMoeFolder, MissingExpertTensor) {
@@ -257,15 +269,18 @@ TEST_F(BadMoeFolder, MissingExpertTensor) {
 
 TEST_F(BadMoeFolder, ExpertOfTheWrongShape) {
   // Every expert matrix is [48, 64] or [64, 48]: claiming [64, 48] for a gate_proj keeps its bytes.
-  edit_header([](nlohmann::json& h) { h["model.layers.2.mlp.experts.0.gate_proj.weight"]["shape"] = {64, 48}; });
-  expect_error(ErrorKind::shape, {"model.layers.2.mlp.experts.0.gate_proj.weight", "expected", "[48, 64]",
-                                  "got", "[64, 48]"});
+  edit_header([](nlohmann::json& h) {
+    h["model.layers.2.mlp.experts.0.gate_proj.weight"]["shape"] = {64, 48};
+  });
+  expect_error(ErrorKind::shape, {"model.layers.2.mlp.experts.0.gate_proj.weight", "expected",
+                                  "[48, 64]", "got", "[64, 48]"});
 }
 
 TEST_F(BadMoeFolder, RouterOfTheWrongSize) {
   // A router of 8 experts read as 4: the config says 4 experts (2 per token), the file holds 8.
   edit_config([](nlohmann::json& j) { j["num_experts"] = 4; });
-  expect_error(ErrorKind::shape, {"model.layers.0.mlp.gate.weight", "expected", "[4, 64]", "got", "[8, 64]"});
+  expect_error(ErrorKind::shape,
+               {"model.layers.0.mlp.gate.weight", "expected", "[4, 64]", "got", "[8, 64]"});
 }
 
 TEST_F(BadMoeFolder, DenseLayerWithoutItsMlp) {
@@ -276,7 +291,8 @@ TEST_F(BadMoeFolder, DenseLayerWithoutItsMlp) {
 
 TEST(ModelLoad, ConfigSummaryAndEos) {
   auto m = Model::load(test::tiny_model());
-  EXPECT_EQ(m->config().summary("Qwen3-0.6B"), "Qwen3-0.6B (3 layers, 32 dim, 4 Q heads, 2 KV heads)");
+  EXPECT_EQ(m->config().summary("Qwen3-0.6B"),
+            "Qwen3-0.6B (3 layers, 32 dim, 4 Q heads, 2 KV heads)");
   EXPECT_EQ(m->config().head_dim, 16);
   EXPECT_EQ(m->config().eos_token_id, std::vector<int>{151645});
   EXPECT_EQ(m->name(), "qwen3-tiny");

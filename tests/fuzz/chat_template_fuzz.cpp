@@ -1,4 +1,5 @@
-// Fuzz target: mutated Jinja sources parsed and rendered on a fixed conversation; only qwen3::Error may escape.
+// Fuzz target: mutated Jinja sources parsed and rendered on a fixed conversation; only qwen3::Error
+// may escape.
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -28,15 +29,23 @@ const qwen3::chat::Json& conversation() {
 std::vector<std::vector<uint8_t>> fuzz_seeds() {
   const char* sources[] = {
       "{%- for m in messages[::-1] %}{{ loop.index0 }}{{ m.role | upper }}{% endfor %}",
-      "{% set ns = namespace(a=1, b=messages|length - 1) %}{% for m in messages %}{% set ns.a = ns.a * 2 %}"
+      "{% set ns = namespace(a=1, b=messages|length - 1) %}{% for m in messages %}{% set ns.a = "
+      "ns.a * 2 %}"
       "{% endfor %}{{ ns.a ~ ns.b }}",
-      "{% if tools %}{% for t in tools %}{{ t | tojson }}{% endfor %}{% elif x is defined %}a{% else %}b{% endif %}",
-      "{{ messages[2].content.split('</think>')[-1].lstrip('\\n') }}{{ 'a' * 3 }}{{ (1, 2)[0] + 2 ** 3 // 2 }}",
-      "{% for k, v in messages[0].items() %}{{ k }}={{ v }}{% if loop.last %}{% break %}{% endif %}{% endfor %}",
-      "{% set x %}{{ range(5) | list | join(',') }}{% endset %}{{ x[1:3] }}{# c #}\n  {%+ if true -%} y {%- endif %}",
-      "{{ 'yes' if enable_thinking is false and 'Hi' in messages[1].content else raise_exception('no') }}",
-      "{{ messages[2].tool_calls[0].function.arguments | tojson(indent=2) }}{{ d.get('k', 0) }}{{ {'a': [1]} }}",
-      "{% macro f(n, s='-') %}{% if n > 0 %}{{ s }}{{ f(n - 1, s=s ~ n) }}{% endif %}{% endmacro %}{{ f(3) }}",
+      "{% if tools %}{% for t in tools %}{{ t | tojson }}{% endfor %}{% elif x is defined %}a{% "
+      "else %}b{% endif %}",
+      "{{ messages[2].content.split('</think>')[-1].lstrip('\\n') }}{{ 'a' * 3 }}{{ (1, 2)[0] + 2 "
+      "** 3 // 2 }}",
+      "{% for k, v in messages[0].items() %}{{ k }}={{ v }}{% if loop.last %}{% break %}{% endif "
+      "%}{% endfor %}",
+      "{% set x %}{{ range(5) | list | join(',') }}{% endset %}{{ x[1:3] }}{# c #}\n  {%+ if true "
+      "-%} y {%- endif %}",
+      "{{ 'yes' if enable_thinking is false and 'Hi' in messages[1].content else "
+      "raise_exception('no') }}",
+      "{{ messages[2].tool_calls[0].function.arguments | tojson(indent=2) }}{{ d.get('k', 0) }}{{ "
+      "{'a': [1]} }}",
+      "{% macro f(n, s='-') %}{% if n > 0 %}{{ s }}{{ f(n - 1, s=s ~ n) }}{% endif %}{% endmacro "
+      "%}{{ f(3) }}",
   };
   std::vector<std::vector<uint8_t>> seeds;
   for (const char* s : sources) seeds.emplace_back(s, s + std::char_traits<char>::length(s));

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
     }
     LLVMFuzzerTestOneInput(input.data(), input.size());
   }
-  std::printf("fuzz: %ld iterations, seed %llu, no crash\n", iterations, static_cast<unsigned long long>(seed));
+  std::printf("fuzz: %ld iterations, seed %llu, no crash\n", iterations,
+              static_cast<unsigned long long>(seed));
   return 0;
 }

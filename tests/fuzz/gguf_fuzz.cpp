@@ -21,18 +21,22 @@ void read_all(const qwen3::io::GgufFile& g) {
       else if (value.type == VT::float32 || value.type == VT::float64) g.get_f32(key);
       else if (value.type != VT::array) g.get_int(key);
       else if (value.element_type == VT::string) g.get_string_array(key);
-      else if (value.element_type == VT::float32 || value.element_type == VT::float64) g.get_f32_array(key);
-      else if (value.element_type != VT::array && value.element_type != VT::boolean) g.get_int_array(key);
+      else if (value.element_type == VT::float32 || value.element_type == VT::float64)
+        g.get_f32_array(key);
+      else if (value.element_type != VT::array && value.element_type != VT::boolean)
+        g.get_int_array(key);
     } catch (const qwen3::Error&) {  // a uint64 beyond int64
     }
   }
   std::vector<float> row;
   for (const auto& t : g.tensors()) {
-    if (!qwen3::io::ggml_type_info(t.type).dequantizable || t.numel() > (1 << 16) || t.dims.empty()) continue;
+    if (!qwen3::io::ggml_type_info(t.type).dequantizable || t.numel() > (1 << 16) || t.dims.empty())
+      continue;
     row.resize(size_t(t.dims[0]));
     const size_t row_bytes = qwen3::io::ggml_row_bytes(t.type, t.dims[0]);
     for (int64_t r = 0; r < t.rows(); ++r)
-      qwen3::io::dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * row_bytes, t.dims[0], row.data());
+      qwen3::io::dequantize_row(t.type, static_cast<const uint8_t*>(t.data) + r * row_bytes,
+                                t.dims[0], row.data());
   }
 }
 
@@ -43,8 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<uint8_t> bytes(data, data + size);
   try {
     read_all(qwen3::io::GgufFile::parse(bytes.data(), bytes.size(), "fuzz.gguf"));
-  } catch (const qwen3::Error&) {
-  }
+  } catch (const qwen3::Error&) {}
   return 0;
 }
 

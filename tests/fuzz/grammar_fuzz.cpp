@@ -24,8 +24,8 @@ std::shared_ptr<const qwen3::TokenVocabulary> vocabulary() {
   static const auto v = [] {
     std::vector<std::string> bytes;
     for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
-    for (const char* piece : {"ab", "abc", "\"", "\",", "{\"", "}", "[1", "12", "true", "null", " \"", "\n  ", "\xC3\xA9",
-                              "\xC3", "<x>", "<end>"})
+    for (const char* piece : {"ab", "abc", "\"", "\",", "{\"", "}", "[1", "12", "true", "null",
+                              " \"", "\n  ", "\xC3\xA9", "\xC3", "<x>", "<end>"})
       bytes.push_back(piece);
     const auto end = qwen3::TokenId(bytes.size() - 1);
     return std::make_shared<const qwen3::TokenVocabulary>(bytes, std::set<qwen3::TokenId>{end});
@@ -70,7 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string input(reinterpret_cast<const char*>(data), size);
   const size_t split = input.find('\0');
   const std::string text = input.substr(0, split);
-  const std::string_view steps = split == std::string::npos ? std::string_view() : std::string_view(input).substr(split + 1, 64);
+  const std::string_view steps = split == std::string::npos
+                                     ? std::string_view()
+                                     : std::string_view(input).substr(split + 1, 64);
   if (!text.empty() && (text[0] == '{' || text[0] == '[')) {  // a JSON Schema
     const auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
     if (schema.is_discarded()) return 0;
@@ -78,13 +80,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       grammar = qwen3::json_schema_grammar(schema);
     } catch (const qwen3::Error& e) {
-      check(e.kind() == qwen3::ErrorKind::unsupported && std::strstr(e.what(), ": ") != nullptr, "schema error without a place");
+      check(e.kind() == qwen3::ErrorKind::unsupported && std::strstr(e.what(), ": ") != nullptr,
+            "schema error without a place");
       return 0;
     }
     try {
       qwen3::Grammar::parse(grammar, 4000);
     } catch (const qwen3::Error& e) {
-      check(std::strstr(e.what(), "too large") != nullptr, "a compiled schema's grammar does not parse");
+      check(std::strstr(e.what(), "too large") != nullptr,
+            "a compiled schema's grammar does not parse");
       return 0;
     }
     walk(grammar, steps);
@@ -97,14 +101,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 std::vector<std::vector<uint8_t>> fuzz_seeds() {
   std::vector<std::vector<uint8_t>> seeds;
   const std::string steps("\0\x01\x07\x13\x02\x05\x0b\x11\x03\x17\x1d\x04\x09\x10", 14);
-  for (std::string s : {std::string("root ::= \"a\" [b-d]+ x?\nx ::= \"e\" | <end>"),
-                        std::string("root ::= item (\",\" item)*\nitem ::= \"\\\"\" [^\"]* \"\\\"\" | [0-9]{1,3}"),
-                        std::string("root ::= ( \"ab\" | \"c\" )* . [\\u00e9-\\u00ff]"),
-                        std::string("root ::= a\na ::= \"(\" a \")\" | \"\""),
-                        qwen3::json_object_grammar(),
-                        std::string(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"enum": ["x", 1]}}, "required": ["a"]})"),
-                        std::string(R"({"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "null"}]}, "maxItems": 4})"),
-                        std::string(R"({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}}}})")}) {
+  for (
+      std::string s :
+      {std::string("root ::= \"a\" [b-d]+ x?\nx ::= \"e\" | <end>"),
+       std::string("root ::= item (\",\" item)*\nitem ::= \"\\\"\" [^\"]* \"\\\"\" | [0-9]{1,3}"),
+       std::string("root ::= ( \"ab\" | \"c\" )* . [\\u00e9-\\u00ff]"),
+       std::string("root ::= a\na ::= \"(\" a \")\" | \"\""), qwen3::json_object_grammar(),
+       std::string(
+           R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}, "b": {"enum": ["x", 1]}}, "required": ["a"]})"),
+       std::string(
+           R"({"type": "array", "items": {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "null"}]}, "maxItems": 4})"),
+       std::string(
+           R"({"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {"k": {"$ref": "#/$defs/n"}}}}})")}) {
     s += steps;
     seeds.emplace_back(s.begin(), s.end());
   }

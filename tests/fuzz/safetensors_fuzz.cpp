@@ -12,8 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view header(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     qwen3::io::parse_safetensors_header(header, data_size, "fuzz.safetensors");
-  } catch (const qwen3::Error&) {
-  }
+  } catch (const qwen3::Error&) {}
   return 0;
 }
 

@@ -42,7 +42,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Valid UTF-8 is NFC-normalized, so the round trip is not byte-exact in general; but it
     // must re-encode to a fixed point of decode.
     std::string back = tokenizer().decode(ids);
-    check(tokenizer().decode(tokenizer().encode(back, parse_special)) == back, "decode(encode(.)) is not stable");
+    check(tokenizer().decode(tokenizer().encode(back, parse_special)) == back,
+          "decode(encode(.)) is not stable");
     stream_matches_decode(ids);
   } catch (const qwen3::Error& e) {
     check(e.kind() == qwen3::ErrorKind::invalid_argument, "unexpected error kind from encode");
@@ -61,8 +62,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 std::vector<std::vector<uint8_t>> fuzz_seeds() {
   std::vector<std::vector<uint8_t>> seeds;
-  for (const char* s : {"The capital of France is", "<|im_start|>user\nhi<|im_end|>\n<think>\n</think>",
-                        "I'M HERE, you'RE late 'll", "  \r\n\t\n  x   ", "Zażółć 你好 😀👍🏽 é", "\xE2\x82"}) {
+  for (const char* s :
+       {"The capital of France is", "<|im_start|>user\nhi<|im_end|>\n<think>\n</think>",
+        "I'M HERE, you'RE late 'll", "  \r\n\t\n  x   ", "Zażółć 你好 😀👍🏽 é",
+        "\xE2\x82"}) {
     seeds.emplace_back(s, s + std::strlen(s));
   }
   return seeds;

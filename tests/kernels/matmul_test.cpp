@@ -25,13 +25,16 @@ std::vector<const KernelTable*> simd_tables() {
   return out;
 }
 
-// The tables whose bf16 weights' products round x to bf16 first: the reference then takes x so rounded.
+// The tables whose bf16 weights' products round x to bf16 first: the reference then takes x so
+// rounded.
 bool rounds_x(const KernelTable* kt, DType dtype) {
-  return dtype == DType::bf16 && (kt == &avx512_bf16_kernels() || (cpu_supports("amx") && kt == &amx_bf16_kernels()));
+  return dtype == DType::bf16 &&
+         (kt == &avx512_bf16_kernels() || (cpu_supports("amx") && kt == &amx_bf16_kernels()));
 }
 
 bool on_amx_tiles(const KernelTable* kt, DType dtype) {  // tile loads take any address: no lead
-  return dtype == DType::bf16 && cpu_supports("amx") && (kt == &amx_kernels() || kt == &amx_bf16_kernels());
+  return dtype == DType::bf16 && cpu_supports("amx") &&
+         (kt == &amx_kernels() || kt == &amx_bf16_kernels());
 }
 
 // Weights of a dtype, stored as raw bytes, from float values exactly representable in it.
@@ -40,10 +43,13 @@ struct Weights {
   std::vector<uint16_t> half;
   std::vector<float> f32;
   const void* data(size_t offset) const {
-    return dtype == DType::f32 ? static_cast<const void*>(f32.data() + offset) : half.data() + offset;
+    return dtype == DType::f32 ? static_cast<const void*>(f32.data() + offset)
+                               : half.data() + offset;
   }
   float value(size_t i) const {
-    return dtype == DType::f32 ? f32[i] : dtype == DType::bf16 ? bf16_to_f32(half[i]) : f16_to_f32(half[i]);
+    return dtype == DType::f32    ? f32[i]
+           : dtype == DType::bf16 ? bf16_to_f32(half[i])
+                                  : f16_to_f32(half[i]);
   }
 };
 
@@ -57,12 +63,13 @@ float dot_tolerance(const float* x, const Weights& w, size_t row_at, int K) {
 
 // The product of rows [0, T) of x with W rows [n0, n1) as ops::matmul runs it: x rotated by W's
 // lead, laid out for the kernels (rows prepared in pieces of `piece`, as threads do).
-void product(const KernelTable& kt, DType dtype, const float* x, int T, int K, const void* w, int n0, int n1,
-             float* y, int ldy, int piece = 1 << 30) {
+void product(const KernelTable& kt, DType dtype, const float* x, int T, int K, const void* w,
+             int n0, int n1, float* y, int ldy, int piece = 1 << 30) {
   const int lead = kt.lead[int(dtype)](w, K);
   std::vector<float> rotated(size_t(T) * K), prepared(kt.prepared_floats(T, K));
   rotate_rows(x, K, lead, 0, T, rotated.data());
-  for (int t0 = 0; t0 < T; t0 += piece) kt.prepare_x[int(dtype)](rotated.data(), T, K, t0, std::min(T, t0 + piece), prepared.data());
+  for (int t0 = 0; t0 < T; t0 += piece)
+    kt.prepare_x[int(dtype)](rotated.data(), T, K, t0, std::min(T, t0 + piece), prepared.data());
   kt.matmul[int(dtype)](prepared.data(), T, K, w, lead, n0, n1, y, ldy);
 }
 
@@ -73,7 +80,8 @@ Weights random_weights(DType dtype, size_t n, std::mt19937& rng) {
     float v = u(rng);
     if (dtype == DType::f32) w.f32.push_back(v);
     else if (dtype == DType::bf16) w.half.push_back(f32_to_bf16(v));
-    else w.half.push_back(static_cast<uint16_t>(0x3c00 ^ (rng() & 0x83ff)));  // f16 in (-2, 2), finite
+    else
+      w.half.push_back(static_cast<uint16_t>(0x3c00 ^ (rng() & 0x83ff)));  // f16 in (-2, 2), finite
   }
   return w;
 }
@@ -85,8 +93,9 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (int K : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 47, 128, 1024}) {
         for (int T : {1, 2, 3, 5, 7, 13, 29, 100}) {
-          const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;  // a sub-range of rows, sentinels around it
-          const int misalign = (K + T) % 3;                 // pointers off the natural alignment
+          const int N = 19, n0 = 3, n1 = 17,
+                    ldy = N + 4;             // a sub-range of rows, sentinels around it
+          const int misalign = (K + T) % 3;  // pointers off the natural alignment
           Weights w = random_weights(dtype, size_t(N) * K + misalign, rng);
           std::vector<float> x(size_t(T) * K + misalign);
           for (auto& v : x) v = u(rng);
@@ -102,12 +111,14 @@ TEST(MatmulKernel, MatchesReferenceAtOddAndRealSizes) {
             for (int n = 0; n < ldy; ++n) {
               const size_t i = size_t(t) * ldy + n;
               if (n < n0 || n >= n1) {
-                ASSERT_EQ(got[i], sentinel) << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
+                ASSERT_EQ(got[i], sentinel)
+                    << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
                 continue;
               }
               const float tol = dot_tolerance(xp + size_t(t) * K, w, misalign + size_t(n) * K, K);
-              ASSERT_NEAR(got[i], want[i], tol) << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype)
-                                                << ", K " << K << ", T " << T << ", t " << t << ", n " << n;
+              ASSERT_NEAR(got[i], want[i], tol)
+                  << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype) << ", K " << K
+                  << ", T " << T << ", t " << t << ", n " << n;
             }
         }
       }
@@ -125,7 +136,8 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16})
       for (int K : {1024, 1000, 77, 3000})
         for (int T : {2, 3, 5, 11, 40, 100, 250}) {
-          const int N = T == 100 && K == 1024 ? 700 : 37;  // 700 rows: 22 packed panels, the last partial
+          const int N =
+              T == 100 && K == 1024 ? 700 : 37;  // 700 rows: 22 packed panels, the last partial
           Weights w = random_weights(dtype, size_t(N) * K, rng);
           std::vector<float> x(size_t(T) * K);
           for (auto& v : x) v = u(rng);
@@ -138,7 +150,8 @@ TEST(MatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
             product(*kt, dtype, &x[size_t(t) * K], 1, K, w.data(0), 5, N, one.data(), N);
             for (int n = 0; n < N; ++n)
               ASSERT_EQ(one[n], all[size_t(t) * N + n])
-                  << kt->name << " " << dtype_name(dtype) << " K=" << K << " T=" << T << " t=" << t << " n=" << n;
+                  << kt->name << " " << dtype_name(dtype) << " K=" << K << " T=" << T << " t=" << t
+                  << " n=" << n;
           }
         }
 }
@@ -167,15 +180,18 @@ TEST(MatmulKernel, AnyPlacementOfTheWeightsGivesTheSameRowResults) {
           for (int n = 0; n < N; ++n)
             ASSERT_NEAR(all[size_t(t) * N + n], want[size_t(t) * N + n],
                         dot_tolerance(&x[size_t(t) * K], w, offset + size_t(n) * K, K))
-                << kt->name << " " << dtype_name(dtype) << " offset " << offset << " t=" << t << " n=" << n;
+                << kt->name << " " << dtype_name(dtype) << " offset " << offset << " t=" << t
+                << " n=" << n;
         for (int rows : {1, 5, 20}) {
           product(*kt, dtype, x.data(), rows, K, wp, 0, N, few.data(), N);
           for (size_t i = 0; i < size_t(rows) * N; ++i)
-            ASSERT_EQ(few[i], all[i]) << kt->name << " " << dtype_name(dtype) << " offset " << offset << " rows " << rows;
+            ASSERT_EQ(few[i], all[i])
+                << kt->name << " " << dtype_name(dtype) << " offset " << offset << " rows " << rows;
         }
       }
       if (!on_amx_tiles(kt, dtype)) {
-        EXPECT_GE(leads, 8) << kt->name << " " << dtype_name(dtype) << ": placements that take a lead";
+        EXPECT_GE(leads, 8) << kt->name << " " << dtype_name(dtype)
+                            << ": placements that take a lead";
       }
     }
 }
@@ -193,9 +209,11 @@ TEST(MatmulKernel, ReferenceReadsRowsRotatedByTheLead) {
     rotate_rows(x.data(), K, lead, 0, T, rotated.data());
     EXPECT_EQ(rotated[lead], x[0]);
     EXPECT_EQ(rotated[0], x[K - lead]);
-    reference_kernels().matmul[int(DType::f32)](rotated.data(), T, K, w.data(0), lead, 0, N, got.data(), N);
+    reference_kernels().matmul[int(DType::f32)](rotated.data(), T, K, w.data(0), lead, 0, N,
+                                                got.data(), N);
     for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_NEAR(got[i], want[i], dot_tolerance(&x[i / N * K], w, i % N * K, K)) << "lead " << lead;
+      EXPECT_NEAR(got[i], want[i], dot_tolerance(&x[i / N * K], w, i % N * K, K))
+          << "lead " << lead;
   }
 }
 
@@ -232,7 +250,8 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
   const int K = 96, N = 40;
-  Weights a = random_weights(DType::f32, size_t(N) * K, rng), b = random_weights(DType::bf16, size_t(N) * K, rng);
+  Weights a = random_weights(DType::f32, size_t(N) * K, rng),
+          b = random_weights(DType::bf16, size_t(N) * K, rng);
   const Matrix ma{DType::f32, a.data(0), N, K}, mb{DType::bf16, b.data(0), N, K};
   auto rt = make_runtime("auto", 2);
   for (int T : {1, 100}) {
@@ -329,15 +348,18 @@ TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
       for (int D : {1, 2, 6, 64, 128})
         for (int P : {1, 15, 16, 17, 100}) {
           if (dtype == DType::bf16 && D % 2) continue;  // pairs of dimensions: head_dim is even
-          const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3, kv = int(dtype);
+          const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3,
+                    kv = int(dtype);
           std::vector<float> keys(size_t(padded) * D), q(size_t(R) * ldq);  // keys [p, d]
           for (auto& x : keys) x = u(rng);
           for (auto& x : q) x = u(rng);
-          const std::vector<uint8_t> cache =
-              as_cache(keys, dtype, keys.size(), [&](size_t i) { return key_offset(dtype, int(i / D), int(i % D), D); });
+          const std::vector<uint8_t> cache = as_cache(keys, dtype, keys.size(), [&](size_t i) {
+            return key_offset(dtype, int(i / D), int(i % D), D);
+          });
           const float sentinel = -777.0f;
           std::vector<float> want(size_t(R) * lds, sentinel), got(size_t(R) * lds, sentinel);
-          reference_kernels().key_scores[kv](q.data(), ldq, R, D, cache.data(), P, want.data(), lds);
+          reference_kernels().key_scores[kv](q.data(), ldq, R, D, cache.data(), P, want.data(),
+                                             lds);
           kt->key_scores[kv](q.data(), ldq, R, D, cache.data(), P, got.data(), lds);
           for (int r = 0; r < R; ++r)
             for (int p = 0; p < lds; ++p) {
@@ -347,9 +369,11 @@ TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
                 continue;
               }
               float sum_abs = 0;
-              for (int d = 0; d < D; ++d) sum_abs += std::abs(q[size_t(r) * ldq + d] * keys[size_t(p) * D + d]);
+              for (int d = 0; d < D; ++d)
+                sum_abs += std::abs(q[size_t(r) * ldq + d] * keys[size_t(p) * D + d]);
               ASSERT_NEAR(got[i], want[i], 2 * D * eps * sum_abs)
-                  << kt->name << " " << dtype_name(dtype) << " D " << D << " P " << P << " r " << r << " p " << p;
+                  << kt->name << " " << dtype_name(dtype) << " D " << D << " P " << P << " r " << r
+                  << " p " << p;
             }
           for (int rows : {1, 2, 3, 7}) {  // the first rows again, in smaller calls: the same bits
             std::vector<float> part(size_t(rows) * lds);
@@ -357,7 +381,8 @@ TEST(VectorKernels, KeyScoresMatchReferenceAndDoNotDependOnTheRows) {
             for (int r = 0; r < rows; ++r)
               for (int p = 0; p < padded; ++p)
                 ASSERT_EQ(part[size_t(r) * lds + p], got[size_t(r) * lds + p])
-                    << kt->name << " " << dtype_name(dtype) << " rows " << rows << " r " << r << " p " << p;
+                    << kt->name << " " << dtype_name(dtype) << " rows " << rows << " r " << r
+                    << " p " << p;
           }
         }
 }
@@ -374,14 +399,14 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
       for (int R : {1, 2, 3, 4, 6, 7, 13, 32})
         for (int D : {1, 7, 8, 16, 17, 64, 128, 130})
           for (int P : {0, 1, 5, 33}) {
-            const int lda = P + 3, ldo = D + 2, kv = int(dtype);  // strides wider than the rows
-            const int stored = P + P % 2;                         // positions the cache holds
+            const int lda = P + 3, ldo = D + 2, kv = int(dtype);      // strides wider than the rows
+            const int stored = P + P % 2;                             // positions the cache holds
             std::vector<float> a(size_t(R) * lda), v(size_t(P) * D);  // v [p, d]
             for (auto& x : a) x = u(rng);
             for (auto& x : v) x = u(rng);
-            const std::vector<uint8_t> cache = as_cache(v, dtype, 1 + size_t(stored) * D, [&](size_t i) {
-              return 1 + value_offset(dtype, int(i / D), int(i % D), D);
-            });
+            const std::vector<uint8_t> cache = as_cache(
+                v, dtype, 1 + size_t(stored) * D,
+                [&](size_t i) { return 1 + value_offset(dtype, int(i / D), int(i % D), D); });
             const uint8_t* values = cache.data() + row_bytes(dtype, 1);
             const float sentinel = -777.0f;
             std::vector<float> want(size_t(R) * ldo, sentinel), got(size_t(R) * ldo, sentinel);
@@ -395,10 +420,11 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
                   continue;
                 }
                 float sum_abs = 0;  // the same bound as a dot product of P terms
-                for (int p = 0; p < P; ++p) sum_abs += std::abs(a[size_t(r) * lda + p] * v[size_t(p) * D + d]);
-                ASSERT_NEAR(got[i], want[i], 2 * P * eps * sum_abs) << "op weighted_sum, isa " << kt->name << ", "
-                                                                    << dtype_name(dtype) << ", R " << R << ", D " << D
-                                                                    << ", P " << P << ", r " << r << ", d " << d;
+                for (int p = 0; p < P; ++p)
+                  sum_abs += std::abs(a[size_t(r) * lda + p] * v[size_t(p) * D + d]);
+                ASSERT_NEAR(got[i], want[i], 2 * P * eps * sum_abs)
+                    << "op weighted_sum, isa " << kt->name << ", " << dtype_name(dtype) << ", R "
+                    << R << ", D " << D << ", P " << P << ", r " << r << ", d " << d;
               }
           }
 }
@@ -417,13 +443,17 @@ TEST(VectorKernels, AppendMatchesReference) {
             std::vector<float> k(size_t(n) * ld), v(size_t(n) * ld);
             for (auto& x : k) x = g(rng);
             for (auto& x : v) x = g(rng);
-            std::vector<uint8_t> want_k(row_bytes(dtype, size_t(positions) * D)), want_v(want_k.size());
-            for (size_t i = 0; i < want_k.size(); ++i) want_k[i] = uint8_t(7 * i + 1), want_v[i] = uint8_t(5 * i + 3);
+            std::vector<uint8_t> want_k(row_bytes(dtype, size_t(positions) * D)),
+                want_v(want_k.size());
+            for (size_t i = 0; i < want_k.size(); ++i)
+              want_k[i] = uint8_t(7 * i + 1), want_v[i] = uint8_t(5 * i + 3);
             std::vector<uint8_t> got_k = want_k, got_v = want_v;
-            reference_kernels().append_kv[int(dtype)](k.data(), v.data(), ld, n, D, p0, want_k.data(), want_v.data());
+            reference_kernels().append_kv[int(dtype)](k.data(), v.data(), ld, n, D, p0,
+                                                      want_k.data(), want_v.data());
             kt->append_kv[int(dtype)](k.data(), v.data(), ld, n, D, p0, got_k.data(), got_v.data());
-            const std::string where = std::string(kt->name) + ", " + dtype_name(dtype) + ", D " + std::to_string(D) +
-                                      ", p0 " + std::to_string(p0) + ", n " + std::to_string(n);
+            const std::string where = std::string(kt->name) + ", " + dtype_name(dtype) + ", D " +
+                                      std::to_string(D) + ", p0 " + std::to_string(p0) + ", n " +
+                                      std::to_string(n);
             ASSERT_EQ(got_k, want_k) << "keys, " << where;
             ASSERT_EQ(got_v, want_v) << "values, " << where;
           }
@@ -465,8 +495,10 @@ TEST(VectorKernels, RmsNormMatchesReference) {
       for (int i = 0; i < n; ++i) x[i] = g(rng), w[i] = g(rng);
       reference_kernels().rms_norm(x.data(), w.data(), 1e-6f, n, want.data());
       kt->rms_norm(x.data(), w.data(), 1e-6f, n, got.data());
-      for (int i = 0; i < n; ++i)  // the sum of squares in another order: a relative error of n ulp at most
-        ASSERT_NEAR(got[i], want[i], 2 * n * std::numeric_limits<float>::epsilon() * std::abs(want[i]) + 1e-30f)
+      for (int i = 0; i < n;
+           ++i)  // the sum of squares in another order: a relative error of n ulp at most
+        ASSERT_NEAR(got[i], want[i],
+                    2 * n * std::numeric_limits<float>::epsilon() * std::abs(want[i]) + 1e-30f)
             << kt->name << " n " << n << " i " << i;
       EXPECT_EQ(got[n], -5.0f) << kt->name << " wrote past the row";
       kt->rms_norm(x.data(), w.data(), 1e-6f, n, x.data());  // out may alias x
@@ -486,7 +518,8 @@ TEST(VectorKernels, SiluMulMatchesReference) {
       reference_kernels().silu_mul(gate.data(), up.data(), n, want.data());
       kt->silu_mul(gate.data(), up.data(), n, got.data());
       for (int i = 0; i < n; ++i)
-        ASSERT_NEAR(got[i], want[i], 8 * std::numeric_limits<float>::epsilon() * std::abs(want[i]) + 1e-30f)
+        ASSERT_NEAR(got[i], want[i],
+                    8 * std::numeric_limits<float>::epsilon() * std::abs(want[i]) + 1e-30f)
             << kt->name << " n " << n << " i " << i << " gate " << gate[i];
       EXPECT_EQ(got[n], -5.0f) << kt->name << " wrote past the row";
       kt->silu_mul(gate.data(), up.data(), n, gate.data());  // out may alias gate

@@ -63,7 +63,8 @@ TEST(QuantBlocks, Q8RoundTripWithinHalfAStep) {
     for (int i = 0; i < K; ++i) {
       const float d = block_scale(&q[i / 32 * kQ8Bytes]);
       // |err| <= d / 2 from rounding to the step d; the product d * q adds one float rounding.
-      ASSERT_LE(std::abs(back[i] - x[i]), d / 2 + 2e-7f * std::abs(x[i])) << "scale " << scale << " i " << i;
+      ASSERT_LE(std::abs(back[i] - x[i]), d / 2 + 2e-7f * std::abs(x[i]))
+          << "scale " << scale << " i " << i;
     }
   }
 }
@@ -99,14 +100,16 @@ struct QuantWeights {
 std::vector<uint8_t> random_plain_rows(DType dtype, int N, int K, std::mt19937& rng) {
   std::vector<uint8_t> plain(N * row_bytes(dtype, K));
   auto f = random_values(size_t(N) * K, rng, 0.05f);
-  for (int n = 0; n < N; ++n) quantize_row(dtype, &f[size_t(n) * K], K, &plain[n * row_bytes(dtype, K)]);
+  for (int n = 0; n < N; ++n)
+    quantize_row(dtype, &f[size_t(n) * K], K, &plain[n * row_bytes(dtype, K)]);
   return plain;
 }
 
 // In the kernels' row-group layout.
 QuantWeights random_quant_weights(DType dtype, int N, int K, int misalign, std::mt19937& rng) {
   QuantWeights w{std::vector<uint8_t>(misalign + N * row_bytes(dtype, K)), misalign};
-  interleave_rows(dtype, N, K, random_plain_rows(dtype, N, K, rng).data(), w.bytes.data() + misalign);
+  interleave_rows(dtype, N, K, random_plain_rows(dtype, N, K, rng).data(),
+                  w.bytes.data() + misalign);
   return w;
 }
 
@@ -124,7 +127,8 @@ TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
       }
       for (int n = 0; n < N; ++n) {
         extract_row(dtype, grouped.data(), N, K, n, row.data());
-        ASSERT_TRUE(std::equal(row.begin(), row.end(), plain.begin() + n * rb)) << dtype_name(dtype) << " N " << N << " n " << n;
+        ASSERT_TRUE(std::equal(row.begin(), row.end(), plain.begin() + n * rb))
+            << dtype_name(dtype) << " N " << N << " n " << n;
       }
       // The q8_0 layout's first chunk: row r's first 4 quants after the group's 16 scales.
       if (dtype == DType::q8_0 && N >= 16) {
@@ -145,8 +149,8 @@ QuantActivations random_activations(int T, int K, int misalign, std::mt19937& rn
   QuantActivations a{std::vector<int8_t>(misalign + size_t(T) * K), std::vector<float>(1 + nb),
                      std::vector<int32_t>(1 + nb)};
   for (int t = 0; t < T; ++t)
-    quantize_activations(&x[size_t(t) * K], K, &a.q[misalign + size_t(t) * K], &a.d[1 + size_t(t) * K / 32],
-                         &a.sum[1 + size_t(t) * K / 32]);
+    quantize_activations(&x[size_t(t) * K], K, &a.q[misalign + size_t(t) * K],
+                         &a.d[1 + size_t(t) * K / 32], &a.sum[1 + size_t(t) * K / 32]);
   return a;
 }
 
@@ -155,9 +159,9 @@ TEST(QuantizeActivations, KernelsMatchTheReferenceBitForBit) {
   const int K = 8 * 32;
   auto x = random_values(K, rng, 3.0f);
   for (int i = 0; i < 32; ++i) {
-    x[32 + i] = 0;                          // an all-zero block: scale 0, quants 0
+    x[32 + i] = 0;                             // an all-zero block: scale 0, quants 0
     x[64 + i] = i == 5 ? -127.0f : i - 15.5f;  // quants at exact halves: ties round to even
-    x[96 + i] = i == 0 ? 1e30f : 1e-30f;    // extreme range inside one block
+    x[96 + i] = i == 0 ? 1e30f : 1e-30f;       // extreme range inside one block
   }
   std::vector<int8_t> want_q(K), got_q(K);
   std::vector<float> want_d(K / 32), got_d(K / 32);
@@ -186,7 +190,7 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
         for (int T = 1; T <= 13; ++T) {
           // A sub-range of rows, sentinels around it: part of a 16-row group, and a plain tail row.
           const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;
-          const int misalign = (K / 32 + T) % 3;            // byte offsets off any alignment
+          const int misalign = (K / 32 + T) % 3;  // byte offsets off any alignment
           QuantWeights w = random_quant_weights(dtype, N, K, misalign, rng);
           QuantActivations x = random_activations(T, K, misalign, rng);
           const float sentinel = -12345.0f;
@@ -194,7 +198,8 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           const int8_t* xq = x.q.data() + misalign;
           const float* xd = x.d.data() + 1;
           const int32_t* xs = x.sum.data() + 1;
-          kernel_of(ops::reference_kernels(), dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1, want.data(), ldy);
+          kernel_of(ops::reference_kernels(), dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1,
+                                                     want.data(), ldy);
           kernel_of(*kt, dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1, got.data(), ldy);
           const size_t rb = row_bytes(dtype, K);
           std::vector<float> wrow(K);
@@ -203,7 +208,8 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
             for (int n = 0; n < ldy; ++n) {
               const size_t i = size_t(t) * ldy + n;
               if (n < n0 || n >= n1) {
-                ASSERT_EQ(got[i], sentinel) << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
+                ASSERT_EQ(got[i], sentinel)
+                    << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
                 continue;
               }
               // Block sums are exact integers; only the float sum over K / 32 scaled blocks (and
@@ -211,10 +217,12 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
               extract_row(dtype, w.data(), N, K, n, blocks.data());
               dequantize_row(dtype, blocks.data(), K, wrow.data());
               float sum_abs = 0;
-              for (int k = 0; k < K; ++k) sum_abs += std::abs(xq[size_t(t) * K + k] * xd[(size_t(t) * K + k) / 32] * wrow[k]);
+              for (int k = 0; k < K; ++k)
+                sum_abs += std::abs(xq[size_t(t) * K + k] * xd[(size_t(t) * K + k) / 32] * wrow[k]);
               const float tol = 2 * (K / 32 + 16) * eps * sum_abs;
-              ASSERT_NEAR(got[i], want[i], tol) << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype)
-                                                << ", K " << K << ", T " << T << ", t " << t << ", n " << n;
+              ASSERT_NEAR(got[i], want[i], tol)
+                  << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype) << ", K " << K
+                  << ", T " << T << ", t " << t << ", n " << n;
             }
         }
       }
@@ -237,9 +245,11 @@ TEST(QuantMatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
       for (int t = 0; t < T; ++t) {
         // Alone, and split into odd row ranges that cut groups and the tail.
         for (auto [n0, n1] : {std::pair{0, 5}, {5, 20}, {20, 34}, {34, N}})
-          kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, xs + t * K / 32, 1, K, w.data(), N, n0, n1, one.data(), N);
+          kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, xs + t * K / 32, 1, K,
+                                w.data(), N, n0, n1, one.data(), N);
         for (int n = 0; n < N; ++n)
-          ASSERT_EQ(one[n], all[size_t(t) * N + n]) << kt->name << " " << dtype_name(dtype) << " t=" << t << " n=" << n;
+          ASSERT_EQ(one[n], all[size_t(t) * N + n])
+              << kt->name << " " << dtype_name(dtype) << " t=" << t << " n=" << n;
       }
     }
   }

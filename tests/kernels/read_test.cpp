@@ -24,8 +24,10 @@ uint64_t word_sum(const std::vector<uint8_t>& bytes) {
 TEST(Read, SumsEveryByteOfEveryMatrixOnce) {
   std::mt19937 rng(7);
   // Sizes that end mid-word and mid-line, one that fills several 64 KiB units and then some.
-  const std::vector<Matrix> shapes = {{DType::f32, nullptr, 3, 5}, {DType::bf16, nullptr, 7, 9},
-                                      {DType::bf16, nullptr, 301, 1003}, {DType::f32, nullptr, 1, 1}};
+  const std::vector<Matrix> shapes = {{DType::f32, nullptr, 3, 5},
+                                      {DType::bf16, nullptr, 7, 9},
+                                      {DType::bf16, nullptr, 301, 1003},
+                                      {DType::f32, nullptr, 1, 1}};
   std::vector<std::vector<uint8_t>> bytes;
   std::vector<Matrix> matrices;
   uint64_t want = 0;

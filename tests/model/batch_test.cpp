@@ -34,12 +34,18 @@ std::vector<float> run_alone(Model& m, const std::vector<TokenId>& p) {
 }
 
 TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
-  std::vector<std::pair<std::string, std::string>> cases = {{"scalar", "f32"}, {"auto", "f32"}, {"auto", "f16"}};
+  std::vector<std::pair<std::string, std::string>> cases = {
+      {"scalar", "f32"}, {"auto", "f32"}, {"auto", "f16"}};
   if (ops::cpu_supports("avx512-bf16")) cases.push_back({"auto", "bf16"});  // with bf16 activations
   for (auto [isa, kv_cache] : cases) {
-    auto m = Model::load(test::untied_model(), {.threads = 2, .isa = parse_isa(isa), .kv_cache = parse_kv_cache_type(kv_cache),
-                                                .activations = kv_cache == "bf16" ? Activations::bf16 : Activations::f32});
-    // 100 rows together: prompt products take the packed path, while each alone takes the dot tiles.
+    auto m =
+        Model::load(test::untied_model(),
+                    {.threads = 2,
+                     .isa = parse_isa(isa),
+                     .kv_cache = parse_kv_cache_type(kv_cache),
+                     .activations = kv_cache == "bf16" ? Activations::bf16 : Activations::f32});
+    // 100 rows together: prompt products take the packed path, while each alone takes the dot
+    // tiles.
     std::vector<std::vector<TokenId>> prompts = {prompt(9, 1), prompt(1, 2), prompt(90, 3)};
     std::vector<std::vector<float>> alone;
     for (auto& p : prompts) alone.push_back(run_alone(*m, p));
@@ -57,9 +63,11 @@ TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
       batch.clear();
       for (size_t i = 0; i < prompts.size(); ++i) batch.push_back({&seqs[i], {&next[i], 1}, false});
       m->step(batch, l);
-      for (size_t i = 0; i < prompts.size(); ++i) together[i].insert(together[i].end(), l[i].begin(), l[i].end());
+      for (size_t i = 0; i < prompts.size(); ++i)
+        together[i].insert(together[i].end(), l[i].begin(), l[i].end());
     }
-    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(alone[i], together[i]) << isa << " " << kv_cache << " sequence " << i;
+    for (size_t i = 0; i < prompts.size(); ++i)
+      EXPECT_EQ(alone[i], together[i]) << isa << " " << kv_cache << " sequence " << i;
   }
 }
 
@@ -97,7 +105,8 @@ TEST(Batch, WeightsReadIntoMemoryGiveTheLogitsOfMappedOnes) {
     auto mapped = Model::load(dir, {.threads = 2});
     auto read = Model::load(dir, {.threads = 2, .mmap = false});
     EXPECT_EQ(run_alone(*read, prompt(17, 5)), run_alone(*mapped, prompt(17, 5))) << dir;
-    auto quantized = Model::load(dir, {.threads = 2, .quant = WeightQuant::q8, .mmap = false});  // huge-page buffers too
+    auto quantized = Model::load(
+        dir, {.threads = 2, .quant = WeightQuant::q8, .mmap = false});  // huge-page buffers too
     EXPECT_EQ(run_alone(*quantized, prompt(17, 5)),
               run_alone(*Model::load(dir, {.threads = 2, .quant = WeightQuant::q8}), prompt(17, 5)))
         << dir;
@@ -154,26 +163,37 @@ TEST(Batch, AnF16CacheHoldsHalfTheBytesAndStaysWithItsModel) {
   EXPECT_EQ(a.bytes(), 2 * b.bytes());
   std::vector<TokenId> one = {1};
   BatchItem wrong{&a, one, false};
-  EXPECT_THROW(f16->step({&wrong, 1}), Error) << "a sequence of f32 cache stepped by an f16-cache model";
+  EXPECT_THROW(f16->step({&wrong, 1}), Error)
+      << "a sequence of f32 cache stepped by an f16-cache model";
   EXPECT_THROW(parse_kv_cache_type("q8"), Error);
 }
 
 TEST(Batch, TheDefaultCacheIsF16ForQuantizedLayersOnly) {
   EXPECT_STREQ(Model::load(test::untied_model(), {.quant = WeightQuant::q8})->kv_cache(), "f16");
-  EXPECT_STREQ(Model::load(test::tiny_model(), {.quant = WeightQuant::q4, .keep_head = true})->kv_cache(), "f16");
-  EXPECT_STREQ(Model::load(test::untied_model(), {.quant = WeightQuant::q4, .kv_cache = KvCacheType::f32})->kv_cache(), "f32");
-  EXPECT_STREQ(Model::load(test::tiny_model(), {.kv_cache = KvCacheType::automatic})->kv_cache(), "f32");
+  EXPECT_STREQ(
+      Model::load(test::tiny_model(), {.quant = WeightQuant::q4, .keep_head = true})->kv_cache(),
+      "f16");
+  EXPECT_STREQ(
+      Model::load(test::untied_model(), {.quant = WeightQuant::q4, .kv_cache = KvCacheType::f32})
+          ->kv_cache(),
+      "f32");
+  EXPECT_STREQ(Model::load(test::tiny_model(), {.kv_cache = KvCacheType::automatic})->kv_cache(),
+               "f32");
 }
 
 // A bf16 cache takes bf16 dot products: asked for without them, a clear error; with bf16
 // activations it is the default.
 TEST(Batch, ABf16CacheComesWithBf16Activations) {
   EXPECT_THROW(Model::load(test::untied_model(), {.kv_cache = KvCacheType::bf16}), Error);
-  EXPECT_THROW(Model::load(test::untied_model(), {.isa = Isa::avx2, .kv_cache = KvCacheType::bf16}), Error);
-  EXPECT_THROW(Model::load(test::untied_model(), {.isa = Isa::scalar, .kv_cache = KvCacheType::bf16}), Error);
+  EXPECT_THROW(Model::load(test::untied_model(), {.isa = Isa::avx2, .kv_cache = KvCacheType::bf16}),
+               Error);
+  EXPECT_THROW(
+      Model::load(test::untied_model(), {.isa = Isa::scalar, .kv_cache = KvCacheType::bf16}),
+      Error);
   if (!ops::cpu_supports("avx512-bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
   auto bf16 = Model::load(test::tiny_model(), {.activations = Activations::bf16});
-  auto f32 = Model::load(test::tiny_model(), {.kv_cache = KvCacheType::f32, .activations = Activations::bf16});
+  auto f32 = Model::load(test::tiny_model(),
+                         {.kv_cache = KvCacheType::f32, .activations = Activations::bf16});
   EXPECT_STREQ(bf16->kv_cache(), "bf16");
   EXPECT_STREQ(f32->kv_cache(), "f32");
   auto p = prompt(40, 4);

@@ -23,9 +23,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // HF Qwen3MoeSparseMoeBlock in double: softmax, top-k, optional renormalisation, weighted SwiGLU.
-std::vector<double> moe_reference(const std::vector<float>& x, int T, int D, int E, int k, int I, bool normalize,
-                                  const std::vector<float>& router, const std::vector<std::vector<float>>& gate,
-                                  const std::vector<std::vector<float>>& up, const std::vector<std::vector<float>>& down) {
+std::vector<double> moe_reference(const std::vector<float>& x, int T, int D, int E, int k, int I,
+                                  bool normalize, const std::vector<float>& router,
+                                  const std::vector<std::vector<float>>& gate,
+                                  const std::vector<std::vector<float>>& up,
+                                  const std::vector<std::vector<float>>& down) {
   std::vector<double> out(size_t(T) * D, 0.0);
   for (int t = 0; t < T; ++t) {
     const float* xt = &x[size_t(t) * D];
@@ -48,7 +50,9 @@ std::vector<double> moe_reference(const std::vector<float>& x, int T, int D, int
       std::vector<double> hidden(I);
       for (int i = 0; i < I; ++i) {
         double g = 0, u = 0;
-        for (int d = 0; d < D; ++d) g += double(gate[e][size_t(i) * D + d]) * xt[d], u += double(up[e][size_t(i) * D + d]) * xt[d];
+        for (int d = 0; d < D; ++d)
+          g += double(gate[e][size_t(i) * D + d]) * xt[d],
+              u += double(up[e][size_t(i) * D + d]) * xt[d];
         hidden[i] = g / (1 + std::exp(-g)) * u;
       }
       for (int d = 0; d < D; ++d) {
@@ -81,7 +85,8 @@ TEST(MoeBlock, MatchesPlainLoopsForEveryRoutingOption) {
   }
   MoeWeights w{{DType::f32, router.data(), E, D}, {}};
   for (int e = 0; e < E; ++e)
-    w.experts.push_back({{DType::f32, gate[e].data(), I, D}, {DType::f32, up[e].data(), I, D},
+    w.experts.push_back({{DType::f32, gate[e].data(), I, D},
+                         {DType::f32, up[e].data(), I, D},
                          {DType::f32, down[e].data(), D, I}});
   for (const char* isa : {"scalar", "auto"})
     for (int k : {1, 2, E})
@@ -107,7 +112,8 @@ TEST(MoeBlock, MatchesPlainLoopsForEveryRoutingOption) {
 }
 
 TEST(MoeBlock, RoutesToTheMostProbableExpertsInExpertOrder) {
-  const float logits[] = {0.5f, 2.0f, -1.0f, 2.0f, 1.0f};  // experts 1 and 3 tie: both chosen at k = 2
+  const float logits[] = {0.5f, 2.0f, -1.0f, 2.0f,
+                          1.0f};  // experts 1 and 3 tie: both chosen at k = 2
   int32_t experts[3];
   float weights[3];
   ops::route(logits, 1, 5, 3, true, experts, weights);
@@ -138,7 +144,8 @@ class MoeFolder : public testing::Test {
     c.num_experts_per_tok = 2;
     c.moe_intermediate_size = 32;
     edit(c);
-    const fs::path dir = fs::temp_directory_path() / ("qwen3-moe-" + std::to_string(::getpid()) + "-" + name);
+    const fs::path dir =
+        fs::temp_directory_path() / ("qwen3-moe-" + std::to_string(::getpid()) + "-" + name);
     fs::remove_all(dir);
     write_random_model(dir, c, {.quant = quant, .seed = 3, .tokenizer_from = test::untied_model()});
     return dir;
@@ -191,11 +198,14 @@ TEST_F(MoeFolder, BytesPerTokenCountTheActiveExperts) {
   const fs::path dir = write("bytes", [](ModelConfig&) {});
   auto m = Model::load(dir);
   const ModelConfig& c = m->config();
-  const uint64_t attention = 2 * (uint64_t(c.num_attention_heads) + c.num_key_value_heads) * c.head_dim * c.hidden_size;
+  const uint64_t attention =
+      2 * (uint64_t(c.num_attention_heads) + c.num_key_value_heads) * c.head_dim * c.hidden_size;
   const uint64_t expert = 3 * uint64_t(c.moe_intermediate_size) * c.hidden_size;
   const uint64_t router = uint64_t(c.num_experts) * c.hidden_size;
   const uint64_t head = uint64_t(c.vocab_size) * c.hidden_size;
-  EXPECT_EQ(m->weight_bytes(), 2 * (c.num_hidden_layers * (attention + router + c.num_experts_per_tok * expert) + head))
+  EXPECT_EQ(
+      m->weight_bytes(),
+      2 * (c.num_hidden_layers * (attention + router + c.num_experts_per_tok * expert) + head))
       << "bf16: 2 bytes per weight";
   fs::remove_all(dir);
 }
@@ -203,9 +213,11 @@ TEST_F(MoeFolder, BytesPerTokenCountTheActiveExperts) {
 TEST_F(MoeFolder, QuantizedExpertsAgreeAcrossTheThreeWaysToGetThem) {
   // Load-time quantization, `qwen3 quantize` and a random model written directly in q4: the same
   // values, so the same logits; the routers stay in bf16 in all three.
-  const fs::path bf16 = write("q4-source", [](ModelConfig&) {}), direct = write("q4-direct", [](ModelConfig&) {},
-                                                                                 WeightQuant::q4);
-  const fs::path converted = fs::temp_directory_path() / ("qwen3-moe-" + std::to_string(::getpid()) + "-q4-converted");
+  const fs::path bf16 = write("q4-source", [](ModelConfig&) {}),
+                 direct = write(
+                     "q4-direct", [](ModelConfig&) {}, WeightQuant::q4);
+  const fs::path converted =
+      fs::temp_directory_path() / ("qwen3-moe-" + std::to_string(::getpid()) + "-q4-converted");
   quantize_model(bf16, converted, {WeightQuant::q4, false});
   const auto at_load = logits(*Model::load(bf16, {.quant = WeightQuant::q4}));
   EXPECT_EQ(logits(*Model::load(converted)), at_load);
@@ -214,7 +226,8 @@ TEST_F(MoeFolder, QuantizedExpertsAgreeAcrossTheThreeWaysToGetThem) {
   const auto header = io::read_file(converted / "model.safetensors");
   auto router = header.substr(header.find("\"model.layers.0.mlp.gate.weight\""), 120);
   EXPECT_NE(router.find("BF16"), std::string::npos) << router;
-  auto expert = header.substr(header.find("\"model.layers.0.mlp.experts.3.down_proj.weight\""), 120);
+  auto expert =
+      header.substr(header.find("\"model.layers.0.mlp.experts.3.down_proj.weight\""), 120);
   EXPECT_NE(expert.find("Q4_0"), std::string::npos) << expert;
   EXPECT_LT(quantized->weight_bytes(), Model::load(bf16)->weight_bytes() / 3);
   for (const auto& d : {bf16, direct, converted}) fs::remove_all(d);

@@ -28,7 +28,9 @@ class Parity : public testing::TestWithParam<Param> {};
 TEST_P(Parity, EveryReferenceCaseWithinTolerance) {
   const Param& p = GetParam();
   if (!ops::cpu_supports(p.isa)) GTEST_SKIP() << p.isa << " not on this CPU";
-  auto model = Model::load(test::fixtures() / "models" / p.model, {.threads = 2, .isa = parse_isa(p.isa), .kv_cache = parse_kv_cache_type(p.kv_cache)});
+  auto model = Model::load(
+      test::fixtures() / "models" / p.model,
+      {.threads = 2, .isa = parse_isa(p.isa), .kv_cache = parse_kv_cache_type(p.kv_cache)});
   const double tol = p.kv_cache == "f16" ? kF16CacheTol : kTol;
   auto ref = io::read_json(test::reference(p.model + ".json"));
   for (const auto& c : ref["cases"]) {
@@ -45,21 +47,22 @@ TEST_P(Parity, EveryReferenceCaseWithinTolerance) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Parity,
-                         testing::Values(Param{"qwen3-tiny", "scalar"}, Param{"qwen3-tiny", "avx2"},
-                                         Param{"qwen3-tiny", "avx512"}, Param{"qwen3-tiny", "amx"},
-                                         Param{"qwen3-tiny-untied", "scalar"},
-                                         Param{"qwen3-tiny-untied", "avx2"}, Param{"qwen3-tiny-untied", "avx512"},
-                                         Param{"qwen3-tiny", "scalar", "f16"}, Param{"qwen3-tiny", "avx512", "f16"},
-                                         Param{"qwen3-tiny-untied", "avx512", "f16"}, Param{"qwen3moe-tiny", "scalar"},
-                                         Param{"qwen3moe-tiny", "avx2"}, Param{"qwen3moe-tiny", "avx512"},
-                                         Param{"qwen3moe-tiny", "amx"}),
-                         [](const auto& info) {
-                           std::string n = info.param.model + "_" + info.param.isa;
-                           if (info.param.kv_cache != "f32") n += "_" + info.param.kv_cache + "_cache";
-                           std::replace(n.begin(), n.end(), '-', '_');
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, Parity,
+    testing::Values(Param{"qwen3-tiny", "scalar"}, Param{"qwen3-tiny", "avx2"},
+                    Param{"qwen3-tiny", "avx512"}, Param{"qwen3-tiny", "amx"},
+                    Param{"qwen3-tiny-untied", "scalar"}, Param{"qwen3-tiny-untied", "avx2"},
+                    Param{"qwen3-tiny-untied", "avx512"}, Param{"qwen3-tiny", "scalar", "f16"},
+                    Param{"qwen3-tiny", "avx512", "f16"},
+                    Param{"qwen3-tiny-untied", "avx512", "f16"}, Param{"qwen3moe-tiny", "scalar"},
+                    Param{"qwen3moe-tiny", "avx2"}, Param{"qwen3moe-tiny", "avx512"},
+                    Param{"qwen3moe-tiny", "amx"}),
+    [](const auto& info) {
+      std::string n = info.param.model + "_" + info.param.isa;
+      if (info.param.kv_cache != "f32") n += "_" + info.param.kv_cache + "_cache";
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n;
+    });
 
 }  // namespace
 }  // namespace qwen3

@@ -39,15 +39,17 @@ struct Case {
 };
 
 TEST(QuantFolder, LoadsWithTheLogitsOfLoadTimeQuantization) {
-  for (const Case& c : {Case{test::tiny_model(), "q8", false}, Case{test::tiny_model(), "q4", true},
-                        Case{test::untied_model(), "q8", true}, Case{test::untied_model(), "q4", false}}) {
+  for (const Case& c :
+       {Case{test::tiny_model(), "q8", false}, Case{test::tiny_model(), "q4", true},
+        Case{test::untied_model(), "q8", true}, Case{test::untied_model(), "q4", false}}) {
     SCOPED_TRACE(c.model.filename().string() + " " + c.quant + (c.keep_head ? " keep-head" : ""));
     const fs::path out = scratch(c.quant);
     quantize_model(c.model, out, {parse_weight_quant(c.quant), c.keep_head});
     EXPECT_TRUE(fs::exists(out / "config.json"));
     EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
     auto mapped = Model::load(out, {.threads = 2});
-    auto converted = Model::load(c.model, {.threads = 2, .quant = parse_weight_quant(c.quant), .keep_head = c.keep_head});
+    auto converted = Model::load(
+        c.model, {.threads = 2, .quant = parse_weight_quant(c.quant), .keep_head = c.keep_head});
     EXPECT_EQ(mapped->weight_bytes(), converted->weight_bytes());
     EXPECT_EQ(logits(*mapped), logits(*converted));  // bit-identical
     auto base = Model::load(c.model, {.threads = 2});
@@ -91,17 +93,22 @@ class BadQuantFolder : public testing::Test {
     } catch (const Error& e) {
       const std::string msg = e.what();
       EXPECT_EQ(e.kind(), kind) << msg;
-      for (const auto& f : fragments) EXPECT_NE(msg.find(f), std::string::npos) << "missing \"" << f << "\" in: " << msg;
+      for (const auto& f : fragments)
+        EXPECT_NE(msg.find(f), std::string::npos) << "missing \"" << f << "\" in: " << msg;
     }
   }
   fs::path dir_;
 };
 
-constexpr const char* kProj = "model.layers.0.mlp.up_proj.weight";  // q8_0 [160, 64]: 160 rows of 68 bytes
+constexpr const char* kProj =
+    "model.layers.0.mlp.up_proj.weight";  // q8_0 [160, 64]: 160 rows of 68 bytes
 
 TEST_F(BadQuantFolder, WrongByteCountForAQ8Tensor) {
-  edit_header([](nlohmann::json& h) { h[kProj]["data_offsets"][1] = h[kProj]["data_offsets"][1].get<uint64_t>() - 34; });
-  expect_error(ErrorKind::format, {"model.safetensors", kProj, "holds 10846 bytes", "q8_0 [160, 64] needs 10880"});
+  edit_header([](nlohmann::json& h) {
+    h[kProj]["data_offsets"][1] = h[kProj]["data_offsets"][1].get<uint64_t>() - 34;
+  });
+  expect_error(ErrorKind::format,
+               {"model.safetensors", kProj, "holds 10846 bytes", "q8_0 [160, 64] needs 10880"});
 }
 
 TEST_F(BadQuantFolder, ColumnsNotAMultipleOf32) {
@@ -136,7 +143,8 @@ TEST_F(BadQuantFolder, QuantizedTensorsWithoutMetadata) {
 
 TEST_F(BadQuantFolder, QuantizedNormVector) {
   edit_header([](nlohmann::json& h) {
-    auto& n = h["model.norm.weight"];  // f32 [64], relabelled as q8_0 [64] with a consistent byte count
+    auto& n =
+        h["model.norm.weight"];  // f32 [64], relabelled as q8_0 [64] with a consistent byte count
     n["dtype"] = "Q8_0";
     n["shape"] = {64};
     n["data_offsets"][1] = n["data_offsets"][0].get<uint64_t>() + 68;

@@ -9,15 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "qwen3/chat.h"
+#include "qwen3/generation.h"
 #include "qwen3/model.h"
+#include "qwen3/reasoning.h"
 #include "qwen3/tokenizer.h"
 #include "server/api_error.h"
 #include "server/grammar_cache.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
-#include "qwen3/reasoning.h"
 #include "server/scheduler.h"
-#include "qwen3/generation.h"
 #include "test_paths.h"
 
 namespace qwen3::server {
@@ -68,9 +68,11 @@ ApiError error_of(Endpoint endpoint, const std::string& body) {
 }
 
 TEST(OpenAiRequest, ChatDefaultsAndParameters) {
-  auto r = parse_request(Endpoint::chat, R"({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+  auto r = parse_request(Endpoint::chat,
+                         R"({"model": "m", "messages": [{"role": "user", "content": "hi"}],
       "temperature": 0, "top_k": -1, "seed": 3, "stop": "x", "max_tokens": 5, "stream": true,
-      "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 2})", served().model);
+      "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 2})",
+                         served().model);
   EXPECT_EQ(r.options.sampling.temperature, 0);
   EXPECT_EQ(r.options.sampling.top_k, 0);
   EXPECT_EQ(r.options.sampling.top_p, 0.95f);  // generation_config.json
@@ -84,11 +86,13 @@ TEST(OpenAiRequest, ChatDefaultsAndParameters) {
 }
 
 TEST(OpenAiRequest, CompletionPromptForms) {
-  auto ids = parse_request(Endpoint::completion, R"({"prompt": [1, 2, 3], "ignore_eos": true})", served().model);
+  auto ids = parse_request(Endpoint::completion, R"({"prompt": [1, 2, 3], "ignore_eos": true})",
+                           served().model);
   EXPECT_EQ(ids.prompt, (std::vector<TokenId>{1, 2, 3}));
   EXPECT_TRUE(ids.options.eos.empty());
   EXPECT_EQ(ids.options.max_tokens, 61);  // the rest of the context
-  auto text = parse_request(Endpoint::completion, R"({"prompt": ["Hello"], "logprobs": 3})", served().model);
+  auto text = parse_request(Endpoint::completion, R"({"prompt": ["Hello"], "logprobs": 3})",
+                            served().model);
   EXPECT_EQ(text.prompt, served().tokenizer.encode("Hello"));
   EXPECT_EQ(text.options.top_logprobs, 3);
 }
@@ -96,17 +100,26 @@ TEST(OpenAiRequest, CompletionPromptForms) {
 TEST(OpenAiRequest, ErrorsNameTheField) {
   EXPECT_EQ(error_of(Endpoint::chat, "{").status, 400);
   EXPECT_EQ(error_of(Endpoint::chat, R"({"messages": []})").param, "messages");
-  EXPECT_EQ(error_of(Endpoint::chat, R"({"messages": [{"role": "x", "content": ""}]})").param, "messages[0].role");
-  EXPECT_EQ(error_of(Endpoint::chat, R"({"messages": [{"role": "user", "content": "a"}], "n": 2})").param, "n");
-  EXPECT_EQ(error_of(Endpoint::chat, R"({"messages": [{"role": "user", "content": "a"}], "temperature": "1"})").param, "temperature");
+  EXPECT_EQ(error_of(Endpoint::chat, R"({"messages": [{"role": "x", "content": ""}]})").param,
+            "messages[0].role");
+  EXPECT_EQ(
+      error_of(Endpoint::chat, R"({"messages": [{"role": "user", "content": "a"}], "n": 2})").param,
+      "n");
+  EXPECT_EQ(error_of(Endpoint::chat,
+                     R"({"messages": [{"role": "user", "content": "a"}], "temperature": "1"})")
+                .param,
+            "temperature");
   EXPECT_EQ(error_of(Endpoint::completion, R"({"prompt": [1, 2], "top_p": 0})").status, 400);
-  EXPECT_EQ(error_of(Endpoint::completion, R"({"prompt": [1, 2], "max_tokens": 1e30})").param, "max_tokens");
-  auto too_long = error_of(Endpoint::completion, json({{"prompt", std::vector<int>(64, 5)}}).dump());
+  EXPECT_EQ(error_of(Endpoint::completion, R"({"prompt": [1, 2], "max_tokens": 1e30})").param,
+            "max_tokens");
+  auto too_long =
+      error_of(Endpoint::completion, json({{"prompt", std::vector<int>(64, 5)}}).dump());
   EXPECT_EQ(too_long.code, "context_length_exceeded");
 }
 
 const std::string kMessages = R"("messages": [{"role": "user", "content": "weather?"}])";
-const std::string kTool = R"({"type": "function", "function": {"name": "get_weather", "description": "d",
+const std::string kTool =
+    R"({"type": "function", "function": {"name": "get_weather", "description": "d",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}})";
 
 ApiError chat_error(const std::string& fields) {
@@ -120,44 +133,68 @@ ApiError chat_error(const std::string& fields) {
 }
 
 TEST(OpenAiRequest, ToolAndFormatErrorsNameTheField) {
-  EXPECT_EQ(chat_error(R"("tools": [{"type": "function", "function": {"parameters": {}}}])").param, "tools[0].function.name");
-  EXPECT_EQ(chat_error(R"("tools": [{"type": "function", "function": {"name": "has space"}}])").param, "tools[0].function.name");
+  EXPECT_EQ(chat_error(R"("tools": [{"type": "function", "function": {"parameters": {}}}])").param,
+            "tools[0].function.name");
+  EXPECT_EQ(
+      chat_error(R"("tools": [{"type": "function", "function": {"name": "has space"}}])").param,
+      "tools[0].function.name");
   EXPECT_EQ(chat_error(R"("tools": [{"type": "retrieval"}])").param, "tools[0].type");
-  EXPECT_EQ(chat_error(R"("tools": [)" + kTool + ", " + kTool + "]").param, "tools[1].function.name");
-  EXPECT_EQ(chat_error(R"("tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}])").param,
-            "tools[0].function.parameters");
-  auto unknown = chat_error(R"("tools": [)" + kTool + R"(], "tool_choice": {"type": "function", "function": {"name": "nope"}})");
+  EXPECT_EQ(chat_error(R"("tools": [)" + kTool + ", " + kTool + "]").param,
+            "tools[1].function.name");
+  EXPECT_EQ(
+      chat_error(R"("tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}])")
+          .param,
+      "tools[0].function.parameters");
+  auto unknown =
+      chat_error(R"("tools": [)" + kTool +
+                 R"(], "tool_choice": {"type": "function", "function": {"name": "nope"}})");
   EXPECT_EQ(unknown.param, "tool_choice");
   EXPECT_NE(std::string(unknown.what()).find("'nope'"), std::string::npos);
   EXPECT_EQ(chat_error(R"("tool_choice": "required")").param, "tool_choice");
-  EXPECT_EQ(chat_error(R"("tools": [)" + kTool + R"(], "tool_choice": "sometimes")").param, "tool_choice");
+  EXPECT_EQ(chat_error(R"("tools": [)" + kTool + R"(], "tool_choice": "sometimes")").param,
+            "tool_choice");
   // A schema the grammar compiler refuses is a 400 naming the keyword, only where it is enforced.
-  const std::string min_tool = R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+  const std::string min_tool =
+      R"({"type": "function", "function": {"name": "f", "parameters": {"type": "object",
       "properties": {"n": {"type": "integer", "multipleOf": 2}}}}})";
   auto refused = chat_error(R"("tools": [)" + min_tool + R"(], "tool_choice": "required")");
   EXPECT_EQ(refused.param, "tools[0].function.parameters");
   EXPECT_NE(std::string(refused.what()).find("'multipleOf'"), std::string::npos);
-  EXPECT_NO_THROW(parse_request(Endpoint::chat, "{" + kMessages + R"(, "tools": [)" + min_tool + "]}", roomy()));
+  EXPECT_NO_THROW(parse_request(Endpoint::chat,
+                                "{" + kMessages + R"(, "tools": [)" + min_tool + "]}", roomy()));
 
   EXPECT_EQ(chat_error(R"("response_format": {"type": "xml"})").param, "response_format.type");
-  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_schema"})").param, "response_format.json_schema");
-  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}})").param,
-            "response_format.json_schema.name");
-  auto pattern = chat_error(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema":
+  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_schema"})").param,
+            "response_format.json_schema");
+  EXPECT_EQ(
+      chat_error(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}})")
+          .param,
+      "response_format.json_schema.name");
+  auto pattern = chat_error(
+      R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema":
       {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+$"}}}}})");
   EXPECT_EQ(pattern.param, "response_format.json_schema.schema");
-  EXPECT_NE(std::string(pattern.what()).find("properties.id: 'pattern' is not supported"), std::string::npos);
-  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_object"}, "ignore_eos": true)").param, "ignore_eos");
-  EXPECT_EQ(error_of(Endpoint::completion, R"({"prompt": "x", "response_format": {"type": "json_object"}})").param, "response_format");
+  EXPECT_NE(std::string(pattern.what()).find("properties.id: 'pattern' is not supported"),
+            std::string::npos);
+  EXPECT_EQ(chat_error(R"("response_format": {"type": "json_object"}, "ignore_eos": true)").param,
+            "ignore_eos");
+  EXPECT_EQ(error_of(Endpoint::completion,
+                     R"({"prompt": "x", "response_format": {"type": "json_object"}})")
+                .param,
+            "response_format");
 
   // Earlier calls in the history carry JSON object arguments.
-  const std::string history = R"("messages": [{"role": "user", "content": "w?"}, {"role": "assistant", "content": null,
+  const std::string history =
+      R"("messages": [{"role": "user", "content": "w?"}, {"role": "assistant", "content": null,
       "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Par"}}]},
       {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])";
-  EXPECT_EQ(error_of(Endpoint::chat, "{" + history + "}").param, "messages[1].tool_calls[0].function.arguments");
-  EXPECT_NO_THROW(parse_request(Endpoint::chat, "{" + std::string(R"("messages": [{"role": "user", "content": "w?"},
+  EXPECT_EQ(error_of(Endpoint::chat, "{" + history + "}").param,
+            "messages[1].tool_calls[0].function.arguments");
+  EXPECT_NO_THROW(parse_request(Endpoint::chat,
+                                "{" + std::string(R"("messages": [{"role": "user", "content": "w?"},
       {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name":
-      "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])") + "}",
+      "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])") +
+                                    "}",
                                 roomy()));
 }
 
@@ -171,8 +208,10 @@ TEST(OpenAiRequest, ConstraintsAndToolChoice) {
   EXPECT_EQ(thinking.options.grammar->reasoning, R::optional);  // Qwen3 opens <think> itself
   EXPECT_EQ(thinking.options.grammar->think_start, 151667);
   EXPECT_EQ(thinking.options.grammar->think_end, 151668);
-  EXPECT_EQ(thinking.options.grammar->end_tokens, std::vector<TokenId>{151645});  // <|im_end|>, not <|endoftext|>
-  auto direct = parse(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+  EXPECT_EQ(thinking.options.grammar->end_tokens,
+            std::vector<TokenId>{151645});  // <|im_end|>, not <|endoftext|>
+  auto direct = parse(
+      R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
       "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}}}, "enable_thinking": false)");
   ASSERT_TRUE(direct.options.grammar);
   EXPECT_EQ(direct.options.grammar->reasoning, R::none);
@@ -190,18 +229,22 @@ TEST(OpenAiRequest, ConstraintsAndToolChoice) {
   EXPECT_LT(none.prompt.size() + 50, automatic.prompt.size());  // the tools are not in the prompt
   auto required = parse(R"("tools": [)" + kTool + R"(], "tool_choice": "required")");
   EXPECT_TRUE(required.options.grammar);
-  auto named = parse(R"("tools": [)" + kTool + R"(], "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
+  auto named =
+      parse(R"("tools": [)" + kTool +
+            R"(], "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
   EXPECT_TRUE(named.options.grammar);
   auto single = parse(R"("tools": [)" + kTool + R"(], "parallel_tool_calls": false)");
   EXPECT_TRUE(single.options.grammar);  // text, then at most one call
 }
 
 TEST(Reply, ToolCallsAfterThinking) {
-  ApiRequest request = parse_request(Endpoint::chat, "{" + kMessages + R"(, "tools": [)" + kTool + "]}", roomy());
+  ApiRequest request =
+      parse_request(Endpoint::chat, "{" + kMessages + R"(, "tools": [)" + kTool + "]}", roomy());
   Reply reply(request, served().tokenizer, "m");
   std::vector<json> chunks;
-  for (std::string piece : {"<think>", "need weather</think>\n\n<tool", "_call>\n{\"name\": \"get_weather\", \"arguments\": ",
-                            "{\"city\": ", "\"Paris\"}}\n</tool_call>"})
+  for (std::string piece : {"<think>", "need weather</think>\n\n<tool",
+                            "_call>\n{\"name\": \"get_weather\", \"arguments\": ", "{\"city\": ",
+                            "\"Paris\"}}\n</tool_call>"})
     for (auto& c : reply.on_token({1, 0, {}, piece})) chunks.push_back(c);
   for (auto& c : reply.on_finish(FinishReason::eos, {5, 5})) chunks.push_back(c);
   auto body = reply.body();
@@ -219,7 +262,9 @@ TEST(Reply, ToolCallsAfterThinking) {
   int headers = 0;
   for (auto& c : chunks) {
     auto delta = c["choices"][0]["delta"];
-    EXPECT_FALSE(delta.contains("content") && delta["content"].get<std::string>().find('<') != std::string::npos) << delta;
+    EXPECT_FALSE(delta.contains("content") &&
+                 delta["content"].get<std::string>().find('<') != std::string::npos)
+        << delta;
     if (!delta.contains("tool_calls")) continue;
     for (auto& t : delta["tool_calls"]) {
       EXPECT_EQ(t["index"], 0);
@@ -241,7 +286,8 @@ TEST(EosIds, GenerationConfigListPlusConfig) {
   EXPECT_EQ(eos_tokens(test::tiny_model(), config), (std::vector<TokenId>{151645, 151643}));
 }
 
-std::pair<std::string, std::string> split_all(ThinkSplitter s, const std::vector<std::string>& pieces) {
+std::pair<std::string, std::string> split_all(ThinkSplitter s,
+                                              const std::vector<std::string>& pieces) {
   std::string reasoning, content;
   for (auto& p : pieces) {
     auto out = s.push(p);
@@ -254,24 +300,31 @@ std::pair<std::string, std::string> split_all(ThinkSplitter s, const std::vector
 
 TEST(ThinkSplitter, ModelWrittenTagsInAnyPieces) {
   using P = std::pair<std::string, std::string>;
-  EXPECT_EQ(split_all(ThinkSplitter(true, false), {"<think>\nhm", "m\n</th", "ink>\n\nAns", "wer"}), P("\nhmm\n", "Answer"));
+  EXPECT_EQ(split_all(ThinkSplitter(true, false), {"<think>\nhm", "m\n</th", "ink>\n\nAns", "wer"}),
+            P("\nhmm\n", "Answer"));
   EXPECT_EQ(split_all(ThinkSplitter(true, false), {"<", "thi", "nk>a</think>b"}), P("a", "b"));
   EXPECT_EQ(split_all(ThinkSplitter(true, false), {"<thought", ">"}), P("", "<thought>"));
-  EXPECT_EQ(split_all(ThinkSplitter(true, true), {"why</think>\n\nso"}), P("why", "so"));  // prompt opened it
-  EXPECT_EQ(split_all(ThinkSplitter(true, false), {"<think>unfinished </thi"}), P("unfinished </thi", ""));
-  EXPECT_EQ(split_all(ThinkSplitter(false, false), {"<think>a</think>b"}), P("", "<think>a</think>b"));
+  EXPECT_EQ(split_all(ThinkSplitter(true, true), {"why</think>\n\nso"}),
+            P("why", "so"));  // prompt opened it
+  EXPECT_EQ(split_all(ThinkSplitter(true, false), {"<think>unfinished </thi"}),
+            P("unfinished </thi", ""));
+  EXPECT_EQ(split_all(ThinkSplitter(false, false), {"<think>a</think>b"}),
+            P("", "<think>a</think>b"));
 }
 
 TEST(Reply, ChatBodyAndChunks) {
-  ApiRequest request = parse_request(Endpoint::chat, R"({"messages": [{"role": "user", "content": "a"}],
-      "stream_options": {"include_usage": true}, "stream": true})", served().model);
+  ApiRequest request =
+      parse_request(Endpoint::chat, R"({"messages": [{"role": "user", "content": "a"}],
+      "stream_options": {"include_usage": true}, "stream": true})",
+                    served().model);
   Reply reply(request, served().tokenizer, "qwen3-tiny");
   EXPECT_EQ(reply.start()[0]["choices"][0]["delta"]["role"], "assistant");
   GeneratedToken think{151667, -0.5f, {}, "<think>"}, word{1, -0.1f, {}, "x</think>\n\nok"};
   EXPECT_TRUE(reply.on_token(think).empty());  // held: nothing to say yet
   auto chunks = reply.on_token(word);
   ASSERT_EQ(chunks.size(), 1u);
-  EXPECT_EQ(chunks[0]["choices"][0]["delta"], json({{"reasoning_content", "x"}, {"content", "ok"}}));
+  EXPECT_EQ(chunks[0]["choices"][0]["delta"],
+            json({{"reasoning_content", "x"}, {"content", "ok"}}));
   EXPECT_TRUE(chunks[0]["usage"].is_null());
   auto last = reply.on_finish(FinishReason::eos, {9, 2});
   ASSERT_EQ(last.size(), 2u);
@@ -286,7 +339,8 @@ TEST(Reply, ChatBodyAndChunks) {
 
 TEST(Reply, CompletionLogprobs) {
   ApiRequest request = parse_request(Endpoint::completion, R"({"prompt": [1], "logprobs": 1,
-      "return_tokens_as_token_ids": true})", served().model);
+      "return_tokens_as_token_ids": true})",
+                                     served().model);
   Reply reply(request, served().tokenizer, "m");
   reply.on_token({42, -1.5f, {{42, 0.25f}}, "K"});
   reply.on_finish(FinishReason::length, {1, 1});
@@ -299,7 +353,8 @@ TEST(Reply, CompletionLogprobs) {
 
 TEST(ErrorBody, OpenAiShape) {
   auto body = error_body(ApiError(429, "busy", "", "rate_limit_exceeded"));
-  EXPECT_EQ(body, json::parse(R"({"error": {"message": "busy", "type": "rate_limit_error", "param": null,
+  EXPECT_EQ(body,
+            json::parse(R"({"error": {"message": "busy", "type": "rate_limit_error", "param": null,
                                             "code": "rate_limit_exceeded"}})"));
 }
 
@@ -364,7 +419,8 @@ TEST(Scheduler, CancelledWhileQueuedStillFinishes) {
   auto queued = scheduler.submit({3, 4}, options);
   queued->cancel();
   Job::Update update;
-  for (int i = 0; i < 100 && !update.finished; ++i) update = queued->wait(std::chrono::milliseconds(100));
+  for (int i = 0; i < 100 && !update.finished; ++i)
+    update = queued->wait(std::chrono::milliseconds(100));
   EXPECT_TRUE(update.finished);
   EXPECT_EQ(update.completion_tokens, 0);
   running->cancel();

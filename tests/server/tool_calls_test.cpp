@@ -25,9 +25,10 @@ std::ostream& operator<<(std::ostream& os, const Parsed& p) {
 }
 
 std::vector<ToolSpec> tools() {
-  return {{"get_weather", json::parse(R"({"type": "object", "properties": {"city": {"type": "string"},
+  return {
+      {"get_weather", json::parse(R"({"type": "object", "properties": {"city": {"type": "string"},
                                           "days": {"type": "integer"}}, "required": ["city"]})")},
-          {"now", nullptr}};
+      {"now", nullptr}};
 }
 
 Parsed collect(const std::vector<ToolEvent>& events, Parsed p = {}) {
@@ -74,30 +75,46 @@ void expect_split_invariant(ToolSyntax syntax, const std::string& text) {
   }
 }
 
-const std::string kCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n</tool_call>";
+const std::string kCall =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": "
+    "3}}\n</tool_call>";
 
 TEST(ToolCallParser, Qwen3JsonCalls) {
-  EXPECT_EQ(whole(ToolSyntax::json, kCall), (Parsed{"", {{"get_weather", R"({"city": "Paris", "days": 3})"}}}));
-  const std::string two = "Let me look.\n\n" + kCall + "\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+  EXPECT_EQ(whole(ToolSyntax::json, kCall),
+            (Parsed{"", {{"get_weather", R"({"city": "Paris", "days": 3})"}}}));
+  const std::string two = "Let me look.\n\n" + kCall +
+                          "\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
   EXPECT_EQ(whole(ToolSyntax::json, two),
-            (Parsed{"Let me look.", {{"get_weather", R"({"city": "Paris", "days": 3})"}, {"now", "{}"}}}));
+            (Parsed{"Let me look.",
+                    {{"get_weather", R"({"city": "Paris", "days": 3})"}, {"now", "{}"}}}));
   // Braces and tags inside argument strings are data.
-  const std::string tricky = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"}</tool_call>{\\\"\"}}\n</tool_call>";
-  EXPECT_EQ(whole(ToolSyntax::json, tricky), (Parsed{"", {{"get_weather", R"({"city": "}</tool_call>{\""})"}}}));
+  const std::string tricky =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"}</tool_call>{\\\"\"}}\n</tool_call>";
+  EXPECT_EQ(whole(ToolSyntax::json, tricky),
+            (Parsed{"", {{"get_weather", R"({"city": "}</tool_call>{\""})"}}}));
   // Another key order, and arguments as a JSON string, are calls too.
-  EXPECT_EQ(whole(ToolSyntax::json, "<tool_call>{\"arguments\": {\"city\": \"X\"}, \"name\": \"get_weather\"}</tool_call>"),
-            (Parsed{"", {{"get_weather", R"({"city":"X"})"}}}));
-  EXPECT_EQ(whole(ToolSyntax::json, "<tool_call>{\"name\": \"now\", \"arguments\": \"{}\"}</tool_call>"), (Parsed{"", {{"now", "{}"}}}));
+  EXPECT_EQ(
+      whole(ToolSyntax::json,
+            "<tool_call>{\"arguments\": {\"city\": \"X\"}, \"name\": \"get_weather\"}</tool_call>"),
+      (Parsed{"", {{"get_weather", R"({"city":"X"})"}}}));
+  EXPECT_EQ(
+      whole(ToolSyntax::json, "<tool_call>{\"name\": \"now\", \"arguments\": \"{}\"}</tool_call>"),
+      (Parsed{"", {{"now", "{}"}}}));
   // Text around calls keeps its inner whitespace; a reply without calls keeps all of it.
   EXPECT_EQ(whole(ToolSyntax::json, "  a  b \n"), (Parsed{"  a  b \n", {}}));
-  EXPECT_EQ(whole(ToolSyntax::json, kCall + "\n\nThen more."), (Parsed{"Then more.", {{"get_weather", R"({"city": "Paris", "days": 3})"}}}));
-  for (auto& text : {kCall, two, tricky, std::string("a <tool b <tool_call"), std::string("x <tool_call>\n{\"name\": \"zzz\"}")})
+  EXPECT_EQ(whole(ToolSyntax::json, kCall + "\n\nThen more."),
+            (Parsed{"Then more.", {{"get_weather", R"({"city": "Paris", "days": 3})"}}}));
+  for (auto& text : {kCall, two, tricky, std::string("a <tool b <tool_call"),
+                     std::string("x <tool_call>\n{\"name\": \"zzz\"}")})
     expect_split_invariant(ToolSyntax::json, text);
 }
 
 TEST(ToolCallParser, MalformedMarkupStaysContent) {
-  for (std::string text : {"<tool_call>\nnot json\n</tool_call>", "<tool_call>\n{\"name\": \"unknown\", \"arguments\": {}}\n</tool_call>",
-                           "<tool_call>\n{\"name\": \"now\"}\n</tool_call>", "<tool_call>\n{\"name\": 5, \"arguments\": {}}"}) {
+  for (std::string text : {"<tool_call>\nnot json\n</tool_call>",
+                           "<tool_call>\n{\"name\": \"unknown\", \"arguments\": {}}\n</tool_call>",
+                           "<tool_call>\n{\"name\": \"now\"}\n</tool_call>",
+                           "<tool_call>\n{\"name\": 5, \"arguments\": {}}"}) {
     EXPECT_EQ(whole(ToolSyntax::json, text), (Parsed{text, {}})) << text;
     expect_split_invariant(ToolSyntax::json, text);
   }
@@ -108,29 +125,37 @@ TEST(ToolCallParser, CutOffMarkupIsDroppedAndCutOffArgumentsKeepTheCall) {
   EXPECT_EQ(whole(ToolSyntax::json, "<tool_call>"), (Parsed{"", {}}));
   EXPECT_EQ(whole(ToolSyntax::xml, "<tool_call>\n<func"), (Parsed{"", {}}));
   // As OpenAI does at max_tokens: the call with the arguments written so far.
-  EXPECT_EQ(whole(ToolSyntax::json, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par"),
+  EXPECT_EQ(whole(ToolSyntax::json,
+                  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par"),
             (Parsed{"", {{"get_weather", R"({"city": "Par)"}}}));
 }
 
 TEST(ToolCallParser, Qwen35XmlCalls) {
   const std::string call =
-      "<tool_call>\n<function=get_weather>\n<parameter=city>\n123 Main St\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\n123 Main "
+      "St\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
       "</function>\n</tool_call>";
   // A string-typed parameter stays a string even when it reads as JSON; others are JSON.
-  EXPECT_EQ(whole(ToolSyntax::xml, call), (Parsed{"", {{"get_weather", R"({"city": "123 Main St", "days": 3})"}}}));
+  EXPECT_EQ(whole(ToolSyntax::xml, call),
+            (Parsed{"", {{"get_weather", R"({"city": "123 Main St", "days": 3})"}}}));
   const std::string none = "ok\n<tool_call>\n<function=now>\n</function>\n</tool_call>";
   EXPECT_EQ(whole(ToolSyntax::xml, none), (Parsed{"ok", {{"now", "{}"}}}));
   const std::string text_value =
-      "<tool_call>\n<function=get_weather>\n<parameter=city>\n7\n</parameter>\n<parameter=days>\nsoon\n</parameter>\n</function>\n</tool_call>";
-  EXPECT_EQ(whole(ToolSyntax::xml, text_value), (Parsed{"", {{"get_weather", R"({"city": "7", "days": "soon"})"}}}));
-  for (auto& text : {call, call + "\n" + call, none, text_value}) expect_split_invariant(ToolSyntax::xml, text);
-  for (std::string bad : {"<tool_call>\n<function=nope>\n</function>\n</tool_call>", "<tool_call>\n<function=now\n>"})
+      "<tool_call>\n<function=get_weather>\n<parameter=city>\n7\n</"
+      "parameter>\n<parameter=days>\nsoon\n</parameter>\n</function>\n</tool_call>";
+  EXPECT_EQ(whole(ToolSyntax::xml, text_value),
+            (Parsed{"", {{"get_weather", R"({"city": "7", "days": "soon"})"}}}));
+  for (auto& text : {call, call + "\n" + call, none, text_value})
+    expect_split_invariant(ToolSyntax::xml, text);
+  for (std::string bad :
+       {"<tool_call>\n<function=nope>\n</function>\n</tool_call>", "<tool_call>\n<function=now\n>"})
     EXPECT_EQ(whole(ToolSyntax::xml, bad), (Parsed{bad, {}})) << bad;
 }
 
 TEST(ToolCallParser, SyntaxFromTheTemplate) {
   EXPECT_EQ(tool_syntax_of_template("{{- '<tool_call>\\n{\"name\": ' }}"), ToolSyntax::json);
-  EXPECT_EQ(tool_syntax_of_template("<tool_call>\\n<function=' + tool_call.name + '>"), ToolSyntax::xml);
+  EXPECT_EQ(tool_syntax_of_template("<tool_call>\\n<function=' + tool_call.name + '>"),
+            ToolSyntax::xml);
 }
 
 // The forced-call grammars accept the canonical markup, with the added tokens as tokens.
@@ -142,7 +167,8 @@ TEST(ToolCallGrammar, AcceptsTheCanonicalForms) {
   auto vocabulary = std::make_shared<const TokenVocabulary>(bytes, std::set<TokenId>{256, 257});
   auto run = [&](ToolSyntax syntax, bool parallel, const std::vector<std::string>& calls) {
     JsonSchemaGrammar g;
-    const std::string root = g.common("lead-ws") + " " + tool_call_rule(syntax, tools(), parallel, g);
+    const std::string root =
+        g.common("lead-ws") + " " + tool_call_rule(syntax, tools(), parallel, g);
     GrammarMatcher m(std::make_shared<TokenGrammar>(Grammar::parse(g.text(root)), vocabulary), {});
     for (size_t i = 0; i < calls.size(); ++i) {
       if (i > 0 && !m.accept_bytes("\n")) return false;
@@ -150,23 +176,35 @@ TEST(ToolCallGrammar, AcceptsTheCanonicalForms) {
     }
     return m.complete();
   };
-  const std::string json_call = "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n";
+  const std::string json_call =
+      "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n";
   const std::string json_now = "\n{\"name\": \"now\", \"arguments\": {}}\n";
   EXPECT_TRUE(run(ToolSyntax::json, true, {json_call, json_now}));
   EXPECT_TRUE(run(ToolSyntax::json, false, {json_now}));
   EXPECT_FALSE(run(ToolSyntax::json, false, {json_now, json_now}));
-  EXPECT_FALSE(run(ToolSyntax::json, true, {"\n{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}\n"}));  // city required
+  EXPECT_FALSE(
+      run(ToolSyntax::json, true,
+          {"\n{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}\n"}));  // city required
   EXPECT_FALSE(run(ToolSyntax::json, true, {"\n{\"name\": \"other\", \"arguments\": {}}\n"}));
-  const std::string xml_call = "\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n";
+  const std::string xml_call =
+      "\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</"
+      "parameter>\n</function>\n";
   EXPECT_TRUE(run(ToolSyntax::xml, true, {xml_call, "\n<function=now>\n</function>\n"}));
-  EXPECT_FALSE(run(ToolSyntax::xml, true, {"\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n"}));
+  EXPECT_FALSE(run(ToolSyntax::xml, true,
+                   {"\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n"}));
   // A parameters schema the compiler refuses names the tool.
   JsonSchemaGrammar g;
   try {
-    tool_call_rule(ToolSyntax::json, {{"f", json::parse(R"({"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}})")}}, true, g);
+    tool_call_rule(
+        ToolSyntax::json,
+        {{"f",
+          json::parse(
+              R"({"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}})")}},
+        true, g);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "tools[0].function.parameters: properties.n: 'multipleOf' is not supported");
+    EXPECT_EQ(std::string(e.what()),
+              "tools[0].function.parameters: properties.n: 'multipleOf' is not supported");
   }
 }
 

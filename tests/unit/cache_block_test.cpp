@@ -17,7 +17,9 @@ TEST(CacheBlock, ComesZeroedAndAlignedAtEverySize) {
       size_t nonzero = 0;
       for (uint8_t b : block) nonzero += b != 0;
       EXPECT_EQ(nonzero, 0u) << bytes << " bytes";
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(block.data()) % (bytes >= kHugePage ? kHugePage : 4096), 0u) << bytes;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(block.data()) % (bytes >= kHugePage ? kHugePage : 4096),
+                0u)
+          << bytes;
       for (auto& b : block) b = 0xa5;  // every byte writable
       detail::CacheBlock moved = std::move(block);
       EXPECT_EQ(moved.size(), bytes);

@@ -1,4 +1,5 @@
-// Chat template tests: HF ground-truth renderings byte for byte, the Jinja subset, and error messages.
+// Chat template tests: HF ground-truth renderings byte for byte, the Jinja subset, and error
+// messages.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -24,7 +25,8 @@ OrderedJson reference_cases() {
 ChatOptions options_of(const OrderedJson& c) {
   ChatOptions options;
   if (c.contains("enable_thinking")) options.enable_thinking = c["enable_thinking"].get<bool>();
-  if (c.contains("add_generation_prompt")) options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+  if (c.contains("add_generation_prompt"))
+    options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
   if (c.contains("tools")) options.tools = c["tools"];
   return options;
 }
@@ -34,7 +36,8 @@ TEST(ChatTemplate, EveryReferenceCaseMatchesHuggingFace) {
   const auto cases = reference_cases();
   ASSERT_GE(cases.size(), 8u);
   for (const auto& c : cases) {
-    EXPECT_EQ(tmpl.render(c["messages"], options_of(c)), c["rendered"].get<std::string>()) << c["name"];
+    EXPECT_EQ(tmpl.render(c["messages"], options_of(c)), c["rendered"].get<std::string>())
+        << c["name"];
   }
 }
 
@@ -56,8 +59,10 @@ TEST(ChatTemplate, MultiStepToolHistory) {
   const std::string want =
       "<|im_start|>user\nWeather?<|im_end|>\n"
       "<|im_start|>assistant\n<think>\nneed tool\n</think>\n\n"
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"C\"}}\n</tool_call><|im_end|>\n"
-      "<|im_start|>user\n<tool_response>\n20C\n</tool_response>\n<tool_response>\nsunny\n</tool_response><|im_end|>\n"
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": "
+      "\"C\"}}\n</tool_call><|im_end|>\n"
+      "<|im_start|>user\n<tool_response>\n20C\n</tool_response>\n<tool_response>\nsunny\n</"
+      "tool_response><|im_end|>\n"
       "<|im_start|>assistant\n<think>\nsummarise\n</think>\n\nIt is 20C.<|im_end|>\n";
   ChatOptions options;
   options.add_generation_prompt = false;
@@ -76,67 +81,91 @@ TEST(ChatTemplate, NullContentBesideToolCallsIsEmpty) {
 }
 
 TEST(Jinja, LoopVariablesAndReversal) {
-  EXPECT_EQ(run("{% for x in xs %}{{ loop.index0 }}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}",
-                R"({"xs": ["a", "b", "c"]})"),
-            "0a,1b,2c");
-  EXPECT_EQ(run("{% for x in xs[::-1] %}{{ x }}{{ loop.index }}/{{ loop.length }}{% endfor %}", R"({"xs": [1, 2]})"),
+  EXPECT_EQ(
+      run("{% for x in xs %}{{ loop.index0 }}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}",
+          R"({"xs": ["a", "b", "c"]})"),
+      "0a,1b,2c");
+  EXPECT_EQ(run("{% for x in xs[::-1] %}{{ x }}{{ loop.index }}/{{ loop.length }}{% endfor %}",
+                R"({"xs": [1, 2]})"),
             "21/212/2");
   EXPECT_EQ(run("{% for x in [] %}a{% else %}empty{% endfor %}"), "empty");
-  EXPECT_EQ(run("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", R"({"d": {"b": 1, "a": 2}})"), "b=1;a=2;");
-  EXPECT_EQ(run("{% for x in range(10) if x is odd %}{{ x }}{% if x > 4 %}{% break %}{% endif %}{% endfor %}"), "135");
+  EXPECT_EQ(
+      run("{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}", R"({"d": {"b": 1, "a": 2}})"),
+      "b=1;a=2;");
+  EXPECT_EQ(run("{% for x in range(10) if x is odd %}{{ x }}{% if x > 4 %}{% break %}{% endif %}{% "
+                "endfor %}"),
+            "135");
 }
 
 TEST(Jinja, ScopingAndNamespace) {
   // A set inside a loop does not leak out; a namespace attribute does.
-  EXPECT_EQ(run("{% set x = 1 %}{% set ns = namespace(y=1) %}{% for i in [5] %}{% set x = i %}{% set ns.y = i %}"
+  EXPECT_EQ(run("{% set x = 1 %}{% set ns = namespace(y=1) %}{% for i in [5] %}{% set x = i %}{% "
+                "set ns.y = i %}"
                 "{% endfor %}{{ x }} {{ ns.y }}"),
             "1 5");
   EXPECT_EQ(run("{% set s %}a{{ 1 + 1 }}{% endset %}[{{ s }}]"), "[a2]");
 }
 
 TEST(Jinja, Macros) {
-  EXPECT_EQ(run("{% macro tag(name, body='-') %}<{{ name }}>{{ body }}{% endmacro %}{{ tag('a') }}{{ tag('b', body=x) }}",
+  EXPECT_EQ(run("{% macro tag(name, body='-') %}<{{ name }}>{{ body }}{% endmacro %}{{ tag('a') "
+                "}}{{ tag('b', body=x) }}",
                 R"({"x": 1})"),
             "<a>-<b>1");
   // A macro sees the template's top level, not the caller's loop variables.
-  EXPECT_EQ(run("{% set g = 'G' %}{% macro m() %}{{ g }}{{ i }}{% endmacro %}{% for i in [1] %}{{ m() }}{% endfor %}"), "G");
-  EXPECT_EQ(run("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}"), "321");
+  EXPECT_EQ(run("{% set g = 'G' %}{% macro m() %}{{ g }}{{ i }}{% endmacro %}{% for i in [1] %}{{ "
+                "m() }}{% endfor %}"),
+            "G");
+  EXPECT_EQ(
+      run("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}"),
+      "321");
 }
 
 TEST(Jinja, FiltersAndMethods) {
-  EXPECT_EQ(run("{{ '  hi  ' | trim }}|{{ xs | length }}|{{ 'abc' | length }}|{{ 'zażółć' | length }}",
-                R"({"xs": [1, 2, 3]})"),
-            "hi|3|3|6");
+  EXPECT_EQ(
+      run("{{ '  hi  ' | trim }}|{{ xs | length }}|{{ 'abc' | length }}|{{ 'zażółć' | length }}",
+          R"({"xs": [1, 2, 3]})"),
+      "hi|3|3|6");
   EXPECT_EQ(run("{{ x | tojson }}", R"({"x": {"b": "zé\n", "a": [1, 2.5, null, true]}})"),
             R"({"b": "zé\n", "a": [1, 2.5, null, true]})");
-  EXPECT_EQ(run("{{ x | tojson(indent=2) }}", R"({"x": {"a": [1]}})"), "{\n  \"a\": [\n    1\n  ]\n}");
+  EXPECT_EQ(run("{{ x | tojson(indent=2) }}", R"({"x": {"a": [1]}})"),
+            "{\n  \"a\": [\n    1\n  ]\n}");
   EXPECT_EQ(run("{{ 'a</think>\\n\\nb'.split('</think>')[-1].lstrip('\\n') }}"), "b");
   EXPECT_EQ(run("{{ ' a  b '.split() }}|{{ 'x'.startswith('x') }}|{{ 'xy'.endswith(('q', 'y')) }}"),
             "['a', 'b']|True|True");
-  EXPECT_EQ(run("{{ '\\nab\\n'.strip('\\n') }}|{{ 'abc'.rstrip('c') }}|{{ 'Ab'.upper() }}{{ 'Ab' | lower }}"),
+  EXPECT_EQ(run("{{ '\\nab\\n'.strip('\\n') }}|{{ 'abc'.rstrip('c') }}|{{ 'Ab'.upper() }}{{ 'Ab' | "
+                "lower }}"),
             "ab|ab|ABab");
-  EXPECT_EQ(run("{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') }}|"
-                "{{ ms | rejectattr('role', 'eq', 'user') | list | length }}|{{ [0, 1, 2] | select | list }}|"
-                "{{ [1, 2, 3] | reject('odd') | list }}|{{ ['a', 'B'] | map('upper') | list }}|{{ d | items | list }}",
-                R"({"ms": [{"role": "user", "content": "a"}, {"role": "system", "content": "s"},
+  EXPECT_EQ(
+      run("{{ ms | selectattr('role', 'equalto', 'user') | map(attribute='content') | join(',') }}|"
+          "{{ ms | rejectattr('role', 'eq', 'user') | list | length }}|{{ [0, 1, 2] | select | "
+          "list }}|"
+          "{{ [1, 2, 3] | reject('odd') | list }}|{{ ['a', 'B'] | map('upper') | list }}|{{ d | "
+          "items | list }}",
+          R"({"ms": [{"role": "user", "content": "a"}, {"role": "system", "content": "s"},
                            {"role": "user", "content": "b"}], "d": {"k": 1}})"),
-            "a,b|1|[1, 2]|[2]|['A', 'B']|[['k', 1]]");
-  EXPECT_EQ(run("{{ missing | default('d') }}|{{ [1, 2] | join('-') }}|{{ d.get('k', 0) }}", R"({"d": {}})"),
+      "a,b|1|[1, 2]|[2]|['A', 'B']|[['k', 1]]");
+  EXPECT_EQ(run("{{ missing | default('d') }}|{{ [1, 2] | join('-') }}|{{ d.get('k', 0) }}",
+                R"({"d": {}})"),
             "d|1-2|0");
 }
 
 TEST(Jinja, Expressions) {
-  EXPECT_EQ(run("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 % 3 }} {{ 2 ** 3 }} {{ 1 / 4 }} {{ 'a' ~ 1 ~ none }}"),
+  EXPECT_EQ(run("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 % 3 }} {{ 2 ** 3 }} {{ 1 / 4 }} {{ 'a' ~ 1 ~ "
+                "none }}"),
             "7 3 2 8 0.25 a1None");
-  EXPECT_EQ(run("{{ 'b' in 'abc' }} {{ 2 not in [1, 2] }} {{ 'k' in d }} {{ 1 < 2 and 2 >= 2 }} {{ not 0 or 5 }}",
+  EXPECT_EQ(run("{{ 'b' in 'abc' }} {{ 2 not in [1, 2] }} {{ 'k' in d }} {{ 1 < 2 and 2 >= 2 }} {{ "
+                "not 0 or 5 }}",
                 R"({"d": {"k": 1}})"),
             "True False True True True");
-  EXPECT_EQ(run("{{ 'yes' if x else 'no' }} {{ x is defined }} {{ y is defined }} {{ x is string }} {{ n is none }}",
+  EXPECT_EQ(run("{{ 'yes' if x else 'no' }} {{ x is defined }} {{ y is defined }} {{ x is string "
+                "}} {{ n is none }}",
                 R"({"x": "s", "n": null})"),
             "yes True False True True");
-  EXPECT_EQ(run("{{ xs[1:] }} {{ xs[-1] }} {{ 'héllo'[1:3] }} {{ xs[10] is undefined }}", R"({"xs": [1, 2, 3]})"),
+  EXPECT_EQ(run("{{ xs[1:] }} {{ xs[-1] }} {{ 'héllo'[1:3] }} {{ xs[10] is undefined }}",
+                R"({"xs": [1, 2, 3]})"),
             "[2, 3] 3 él True");
-  EXPECT_EQ(run("{{ undefined_var }}|{{ (1, 2) }}|{{ {'a': 1}['a'] }}|{{ true }}"), "|[1, 2]|1|True");
+  EXPECT_EQ(run("{{ undefined_var }}|{{ (1, 2) }}|{{ {'a': 1}['a'] }}|{{ true }}"),
+            "|[1, 2]|1|True");
 }
 
 TEST(Jinja, WhitespaceControl) {
@@ -162,70 +191,115 @@ void expect_error(F&& f, ErrorKind kind, const std::string& needle) {
 }
 
 TEST(ChatTemplateErrors, ParseErrorsCarryLineAndColumn) {
-  expect_error([] { ChatTemplate t("x\n{% if a %}never closed"); }, ErrorKind::format, "2:4: unclosed 'if' block");
-  expect_error([] { ChatTemplate t("{{ x | nope }}"); auto r = t.render(nlohmann::json::array()); },
-               ErrorKind::invalid_argument, "1:6: unknown filter 'nope'");
+  expect_error([] { ChatTemplate t("x\n{% if a %}never closed"); }, ErrorKind::format,
+               "2:4: unclosed 'if' block");
+  expect_error(
+      [] {
+        ChatTemplate t("{{ x | nope }}");
+        auto r = t.render(nlohmann::json::array());
+      },
+      ErrorKind::invalid_argument, "1:6: unknown filter 'nope'");
   expect_error([] { ChatTemplate t("{{ x "); }, ErrorKind::format, "1:1: unclosed tag '{{'");
   expect_error([] { ChatTemplate t("ab\n {# x"); }, ErrorKind::format, "2:2: unclosed comment");
-  expect_error([] { ChatTemplate t("{% include 'x' %}"); }, ErrorKind::format, "1:4: unknown or unsupported tag 'include'");
-  expect_error([] { ChatTemplate t("{% if x %}{% break %}{% endif %}"); }, ErrorKind::format, "1:14: 'break' outside a for loop");
+  expect_error([] { ChatTemplate t("{% include 'x' %}"); }, ErrorKind::format,
+               "1:4: unknown or unsupported tag 'include'");
+  expect_error([] { ChatTemplate t("{% if x %}{% break %}{% endif %}"); }, ErrorKind::format,
+               "1:14: 'break' outside a for loop");
   expect_error([] { ChatTemplate t("{% endfor %}"); }, ErrorKind::format, "unexpected 'endfor'");
   expect_error([] { ChatTemplate t("{{ 'abc }}"); }, ErrorKind::format, "1:4: unterminated string");
-  expect_error([] { ChatTemplate t("{{ (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1 }}"); },
-               ErrorKind::format, "nesting deeper than");
+  expect_error(
+      [] {
+        ChatTemplate t(
+            "{{ "
+            "(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((("
+            "(((((((((((((((((((((((((((((((((((((((((((((((((1 }}");
+      },
+      ErrorKind::format, "nesting deeper than");
 }
 
 TEST(ChatTemplateErrors, RuntimeErrorsAndRaiseException) {
-  expect_error([] { run("{{ raise_exception('System message must come first') }}"); }, ErrorKind::invalid_argument,
-               "System message must come first");
-  expect_error([] { run("\n  {{ x.y.z }}", R"({"x": {}})"); }, ErrorKind::invalid_argument, "2:9: cannot read attribute 'z'");
-  expect_error([] { run("{{ 1 + 'a' }}"); }, ErrorKind::invalid_argument, "unsupported operand types for +: int and str");
-  expect_error([] { run("{% for i in range(100000000) %}{% endfor %}"); }, ErrorKind::invalid_argument, "exceeds the limit");
+  expect_error([] { run("{{ raise_exception('System message must come first') }}"); },
+               ErrorKind::invalid_argument, "System message must come first");
+  expect_error([] { run("\n  {{ x.y.z }}", R"({"x": {}})"); }, ErrorKind::invalid_argument,
+               "2:9: cannot read attribute 'z'");
+  expect_error([] { run("{{ 1 + 'a' }}"); }, ErrorKind::invalid_argument,
+               "unsupported operand types for +: int and str");
+  expect_error([] { run("{% for i in range(100000000) %}{% endfor %}"); },
+               ErrorKind::invalid_argument, "exceeds the limit");
 }
 
 TEST(ChatTemplateErrors, LimitsStopRunawayTemplates) {
   chat::Limits limits;
   limits.max_output = 1000;
   limits.max_steps = 10000;
-  expect_error([&] { chat::render(chat::parse("{% for i in range(900) %}{% for j in range(900) %}{% endfor %}{% endfor %}"), chat::Json::object(), limits); },
-               ErrorKind::invalid_argument, "steps");
-  expect_error([&] { chat::render(chat::parse("{% for i in range(900) %}xx{% endfor %}"), chat::Json::object(), limits); },
-               ErrorKind::invalid_argument, "output exceeds 1000 bytes");
-  expect_error([] { run("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"); }, ErrorKind::invalid_argument,
-               "macro calls nested deeper than 16");
-  expect_error([&] { chat::render(chat::parse("{{ 'ab' * 100000 }}"), chat::Json::object(), limits); },
-               ErrorKind::invalid_argument, "size limit");
+  expect_error(
+      [&] {
+        chat::render(
+            chat::parse(
+                "{% for i in range(900) %}{% for j in range(900) %}{% endfor %}{% endfor %}"),
+            chat::Json::object(), limits);
+      },
+      ErrorKind::invalid_argument, "steps");
+  expect_error(
+      [&] {
+        chat::render(chat::parse("{% for i in range(900) %}xx{% endfor %}"), chat::Json::object(),
+                     limits);
+      },
+      ErrorKind::invalid_argument, "output exceeds 1000 bytes");
+  expect_error([] { run("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"); },
+               ErrorKind::invalid_argument, "macro calls nested deeper than 16");
+  expect_error(
+      [&] { chat::render(chat::parse("{{ 'ab' * 100000 }}"), chat::Json::object(), limits); },
+      ErrorKind::invalid_argument, "size limit");
   // Deep nesting would overflow the stack when copied or printed: refused as it is built.
-  expect_error([] { run("{% set ns = namespace(a=1) %}{% for i in range(1000) %}{% set ns.a = [ns.a] %}{% endfor %}"
-                        "{{ ns.a | tojson }}"); },
-               ErrorKind::invalid_argument, "nested deeper than 256 levels");
+  expect_error(
+      [] {
+        run("{% set ns = namespace(a=1) %}{% for i in range(1000) %}{% set ns.a = [ns.a] %}{% "
+            "endfor %}"
+            "{{ ns.a | tojson }}");
+      },
+      ErrorKind::invalid_argument, "nested deeper than 256 levels");
 }
 
 TEST(ChatTemplateErrors, BadMessages) {
   const auto tmpl = ChatTemplate::load(test::tiny_model());
-  expect_error([&] { auto r = tmpl.render(nlohmann::json::object()); }, ErrorKind::invalid_argument, "messages: expected an array");
-  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "wizard", "content": "x"}])")); },
-               ErrorKind::invalid_argument, "messages[0]: unknown role 'wizard'");
-  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": "a"}, {"role": "user", "content": 5}])")); },
-               ErrorKind::invalid_argument, "messages[1]: field 'content' must be a string");
+  expect_error([&] { auto r = tmpl.render(nlohmann::json::object()); }, ErrorKind::invalid_argument,
+               "messages: expected an array");
+  expect_error(
+      [&] {
+        auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "wizard", "content": "x"}])"));
+      },
+      ErrorKind::invalid_argument, "messages[0]: unknown role 'wizard'");
+  expect_error(
+      [&] {
+        auto r = tmpl.render(nlohmann::json::parse(
+            R"([{"role": "user", "content": "a"}, {"role": "user", "content": 5}])"));
+      },
+      ErrorKind::invalid_argument, "messages[1]: field 'content' must be a string");
   expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"content": "x"}])")); },
                ErrorKind::invalid_argument, "messages[0]: missing string field 'role'");
   expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"(["hi"])")); },
                ErrorKind::invalid_argument, "messages[0]: expected an object");
   const std::string deep = std::string(300, '[') + std::string(300, ']');
-  expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": "x", "extra": )" + deep + "}]")); },
-               ErrorKind::invalid_argument, "messages: nested deeper than 256 levels");
+  expect_error(
+      [&] {
+        auto r = tmpl.render(
+            nlohmann::json::parse(R"([{"role": "user", "content": "x", "extra": )" + deep + "}]"));
+      },
+      ErrorKind::invalid_argument, "messages: nested deeper than 256 levels");
 }
 
 TEST(ChatTemplateErrors, LoadNamesTheFile) {
-  expect_error([] { ChatTemplate::load(test::fixtures() / "no-such-model"); }, ErrorKind::io, "tokenizer_config.json");
+  expect_error([] { ChatTemplate::load(test::fixtures() / "no-such-model"); }, ErrorKind::io,
+               "tokenizer_config.json");
 }
 
 class ConfigDir : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("qwen3_chat_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("qwen3_chat_" +
+            std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -234,18 +308,24 @@ class ConfigDir : public testing::Test {
 };
 
 TEST_F(ConfigDir, NamedTemplateListPicksDefault) {
-  write(R"({"eos_token": {"content": "</s>"}, "chat_template": [{"name": "tool_use", "template": "T"},
+  write(
+      R"({"eos_token": {"content": "</s>"}, "chat_template": [{"name": "tool_use", "template": "T"},
            {"name": "default", "template": "{{ messages[0].content }}{{ eos_token }}"}]})");
-  EXPECT_EQ(ChatTemplate::load(dir_).render(nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])")), "hi</s>");
+  EXPECT_EQ(ChatTemplate::load(dir_).render(
+                nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])")),
+            "hi</s>");
 }
 
 TEST_F(ConfigDir, MissingOrBrokenTemplate) {
   write(R"({"eos_token": "x"})");
-  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "no string field 'chat_template'");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format,
+               "no string field 'chat_template'");
   write(R"({"chat_template": "{% if %}"})");
-  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "tokenizer_config.json: chat template 1:7: unexpected '%}'");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format,
+               "tokenizer_config.json: chat template 1:7: unexpected '%}'");
   write(R"({"chat_template": )");
-  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format, "tokenizer_config.json: malformed JSON");
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format,
+               "tokenizer_config.json: malformed JSON");
 }
 
 }  // namespace

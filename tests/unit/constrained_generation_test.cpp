@@ -34,7 +34,8 @@ TEST(SamplerMask, OnlyAllowedTokensAreDrawnWhateverTheSettings) {
         const std::vector<int32_t> history{1, 7};
         for (int draw = 0; draw < 200; ++draw) {
           const int32_t id = sampler.sample(logits, history, allowed);
-          ASSERT_TRUE(id == 1 || id == 4 || id == 8) << "T " << temperature << " top_k " << top_k << ": " << id;
+          ASSERT_TRUE(id == 1 || id == 4 || id == 8)
+              << "T " << temperature << " top_k " << top_k << ": " << id;
         }
       }
     }
@@ -59,10 +60,12 @@ TEST(SamplerMask, AllowedArgmaxEqualsAScanOfTheAllowed) {
     for (auto& x : logits) x = float(rng() % 50);  // many ties: the lowest id must win
     for (int round = 0; round < 20; ++round) {
       std::vector<uint64_t> mask((n + 63) / 64);
-      for (auto& w : mask) w = rng() % 3 == 0 ? ~0ull : rng() % 2 ? 0 : (uint64_t(rng()) << 32 | rng());
+      for (auto& w : mask)
+        w = rng() % 3 == 0 ? ~0ull : rng() % 2 ? 0 : (uint64_t(rng()) << 32 | rng());
       int32_t expected = -1;
       for (size_t i = 0; i < n; ++i)
-        if (mask[i / 64] >> (i % 64) & 1 && (expected < 0 || logits[i] > logits[size_t(expected)])) expected = int32_t(i);
+        if (mask[i / 64] >> (i % 64) & 1 && (expected < 0 || logits[i] > logits[size_t(expected)]))
+          expected = int32_t(i);
       EXPECT_EQ(allowed_argmax(logits, mask), expected < 0 ? 0 : expected) << n << " " << round;
     }
   }
@@ -91,7 +94,8 @@ TEST(ConstrainedGeneration, TinyModelWritesTheSchemasJson) {
   const auto schema = nlohmann::ordered_json::parse(
       R"({"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"enum": [1, 2, 3]}}, "required": ["ok", "n"],
           "additionalProperties": false})");
-  auto grammar = std::make_shared<const TokenGrammar>(Grammar::parse(json_schema_grammar(schema)), vocabulary);
+  auto grammar =
+      std::make_shared<const TokenGrammar>(Grammar::parse(json_schema_grammar(schema)), vocabulary);
   for (uint64_t seed : {1, 2, 3}) {
     GenerationOptions options;
     options.sampling.temperature = 1.0f;
@@ -113,7 +117,8 @@ TEST(ConstrainedGeneration, TinyModelWritesTheSchemasJson) {
   EXPECT_THROW(no_eos.validate(), Error);
   GenerationOptions other_end;
   other_end.eos = {151645};
-  other_end.grammar = GrammarConstraint{grammar, GrammarConstraint::Reasoning::none, -1, -1, {151643}};
+  other_end.grammar =
+      GrammarConstraint{grammar, GrammarConstraint::Reasoning::none, -1, -1, {151643}};
   EXPECT_THROW(other_end.validate(), Error);
 }
 

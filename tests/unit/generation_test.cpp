@@ -31,7 +31,8 @@ Fixture& fx() {
 
 std::string run(Generation& g, std::string* streamed = nullptr, int chunk = 512) {
   std::string text;
-  generate(*fx().model, g, [&](const GeneratedToken& t) { text += t.text; }, chunk);
+  generate(
+      *fx().model, g, [&](const GeneratedToken& t) { text += t.text; }, chunk);
   if (streamed) *streamed = text;
   return g.text();
 }
@@ -42,7 +43,8 @@ TEST(Generation, GreedyEqualsTheReferenceWhateverThePromptChunk) {
     Generation g(seq, fx().tokenizer, fx().prompt, fx().greedy_options(16));
     std::string streamed;
     run(g, &streamed, chunk);
-    EXPECT_EQ(g.generated(), std::vector<TokenId>(fx().greedy.begin(), fx().greedy.begin() + 16)) << chunk;
+    EXPECT_EQ(g.generated(), std::vector<TokenId>(fx().greedy.begin(), fx().greedy.begin() + 16))
+        << chunk;
     EXPECT_EQ(g.finish_reason(), FinishReason::length);
     EXPECT_EQ(streamed, g.text());
     EXPECT_EQ(g.text(), fx().tokenizer.decode(g.generated()));
@@ -62,7 +64,8 @@ TEST(Generation, EosEndsWithoutText) {
   run(g);
   EXPECT_EQ(g.finish_reason(), FinishReason::eos);
   EXPECT_EQ(g.completion_tokens(), 6);
-  EXPECT_EQ(g.text(), fx().tokenizer.decode(std::vector<TokenId>(greedy.begin(), greedy.begin() + 5)));
+  EXPECT_EQ(g.text(),
+            fx().tokenizer.decode(std::vector<TokenId>(greedy.begin(), greedy.begin() + 5)));
   EXPECT_STREQ(finish_reason_name(g.finish_reason()), "stop");
 }
 
@@ -93,7 +96,8 @@ TEST(Generation, LogprobsAreOfTheModelDistribution) {
   EXPECT_EQ(first->top[0].id, first->id);
   EXPECT_NEAR(std::exp(first->logprob), first->top[0].prob, 1e-5);
   const auto& ref = fx().france["positions"].back();
-  EXPECT_NEAR(first->logprob, ref["top"][0][1].get<double>() - ref["logsumexp"].get<double>(), 1e-3);
+  EXPECT_NEAR(first->logprob, ref["top"][0][1].get<double>() - ref["logsumexp"].get<double>(),
+              1e-3);
 
   Sequence again(*fx().model);
   o.logprobs = false;  // not asked for: not computed

@@ -50,8 +50,11 @@ struct Writer {
     return u32(version).u64(n_tensors).u64(n_keys);
   }
   Writer& key(std::string_view k, VT t) { return str(k).u32(uint32_t(t)); }
-  Writer& array(std::string_view k, VT element, uint64_t n) { return key(k, VT::array).u32(uint32_t(element)).u64(n); }
-  Writer& tensor(std::string_view name, std::vector<uint64_t> dims, GgmlType type, uint64_t offset) {
+  Writer& array(std::string_view k, VT element, uint64_t n) {
+    return key(k, VT::array).u32(uint32_t(element)).u64(n);
+  }
+  Writer& tensor(std::string_view name, std::vector<uint64_t> dims, GgmlType type,
+                 uint64_t offset) {
     str(name).u32(uint32_t(dims.size()));
     for (uint64_t d : dims) u64(d);
     return u32(uint32_t(type)).u64(offset);
@@ -66,7 +69,9 @@ struct Writer {
   }
 };
 
-GgufFile parse(const Writer& w) { return GgufFile::parse(w.bytes.data(), w.bytes.size(), "test.gguf"); }
+GgufFile parse(const Writer& w) {
+  return GgufFile::parse(w.bytes.data(), w.bytes.size(), "test.gguf");
+}
 
 // The bytes must be refused with an Error of `kind` whose one line contains `what`.
 void expect_error(const Writer& w, const std::string& what, ErrorKind kind = ErrorKind::format) {
@@ -75,7 +80,8 @@ void expect_error(const Writer& w, const std::string& what, ErrorKind kind = Err
     ADD_FAILURE() << "accepted; expected an error containing: " << what;
   } catch (const Error& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find(what), std::string::npos) << "message: " << msg << "\nexpected to contain: " << what;
+    EXPECT_NE(msg.find(what), std::string::npos)
+        << "message: " << msg << "\nexpected to contain: " << what;
     EXPECT_EQ(msg.rfind("test.gguf: ", 0), 0u) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     EXPECT_EQ(e.kind(), kind) << msg;
@@ -114,7 +120,12 @@ TEST(Gguf, ParsesEveryMetadataType) {
   Writer w;
   w.header(0, 20);
   w.key("u8", VT::uint8).u8(200).key("i8", VT::int8).u8(0x80).key("u16", VT::uint16).u16(65535);
-  w.key("i16", VT::int16).u16(0xfffe).key("u32", VT::uint32).u32(4000000000u).key("i32", VT::int32).u32(uint32_t(-7));
+  w.key("i16", VT::int16)
+      .u16(0xfffe)
+      .key("u32", VT::uint32)
+      .u32(4000000000u)
+      .key("i32", VT::int32)
+      .u32(uint32_t(-7));
   w.key("f32", VT::float32).f32(1e6f).key("yes", VT::boolean).u8(1).key("no", VT::boolean).u8(0);
   w.key("s", VT::string).str("qwen3").key("u64", VT::uint64).u64(1ull << 40);
   w.key("i64", VT::int64).u64(uint64_t(-(1ll << 40))).key("f64", VT::float64).f64(0.25);
@@ -170,18 +181,30 @@ TEST(Gguf, GettersNameTheKeyWhenMissingOrOfAnotherType) {
   Writer w;
   w.header(0, 5);
   w.key("name", VT::string).str("x").key("neg", VT::int32).u32(uint32_t(-1));
-  w.key("big", VT::uint64).u64(~0ull).array("ids", VT::int32, 1).u32(5).key("eps", VT::float32).f32(1e-6f);
+  w.key("big", VT::uint64)
+      .u64(~0ull)
+      .array("ids", VT::int32, 1)
+      .u32(5)
+      .key("eps", VT::float32)
+      .f32(1e-6f);
   const GgufFile g = parse(w);
-  EXPECT_EQ(error_of([&] { g.get_u32("name"); }), "test.gguf: key name: expected uint32, got string");
-  EXPECT_EQ(error_of([&] { g.get_u32("qwen3.block_count"); }), "test.gguf: missing key qwen3.block_count");
-  EXPECT_EQ(error_of([&] { g.get_u32("neg"); }), "test.gguf: key neg: value -1 does not fit uint32");
-  EXPECT_EQ(error_of([&] { g.get_int("big"); }), "test.gguf: key big: value 18446744073709551615 does not fit int64");
+  EXPECT_EQ(error_of([&] { g.get_u32("name"); }),
+            "test.gguf: key name: expected uint32, got string");
+  EXPECT_EQ(error_of([&] { g.get_u32("qwen3.block_count"); }),
+            "test.gguf: missing key qwen3.block_count");
+  EXPECT_EQ(error_of([&] { g.get_u32("neg"); }),
+            "test.gguf: key neg: value -1 does not fit uint32");
+  EXPECT_EQ(error_of([&] { g.get_int("big"); }),
+            "test.gguf: key big: value 18446744073709551615 does not fit int64");
   EXPECT_EQ(error_of([&] { g.get_string_array("ids"); }),
             "test.gguf: key ids: expected array of string, got array of int32");
   EXPECT_EQ(error_of([&] { g.get_f32("neg"); }), "test.gguf: key neg: expected float32, got int32");
-  EXPECT_EQ(error_of([&] { g.get_string("eps"); }), "test.gguf: key eps: expected string, got float32");
-  EXPECT_EQ(error_of([&] { g.get_bool("ids"); }), "test.gguf: key ids: expected bool, got array of int32");
-  EXPECT_EQ(error_of([&] { g.get_int_array("name"); }), "test.gguf: key name: expected array of integers, got string");
+  EXPECT_EQ(error_of([&] { g.get_string("eps"); }),
+            "test.gguf: key eps: expected string, got float32");
+  EXPECT_EQ(error_of([&] { g.get_bool("ids"); }),
+            "test.gguf: key ids: expected bool, got array of int32");
+  EXPECT_EQ(error_of([&] { g.get_int_array("name"); }),
+            "test.gguf: key name: expected array of integers, got string");
   EXPECT_EQ(error_of([&] { g.get_f32_array("ids"); }),
             "test.gguf: key ids: expected array of float32, got array of int32");
 }
@@ -222,7 +245,8 @@ TEST(Gguf, HonoursGeneralAlignment) {
   const GgufFile g = parse(w);
   EXPECT_EQ(g.alignment(), 64u);
   EXPECT_EQ(g.data_offset() % 64, 0u);
-  EXPECT_EQ(static_cast<const uint8_t*>(g.find_tensor("y")->data), w.bytes.data() + g.data_offset() + 64);
+  EXPECT_EQ(static_cast<const uint8_t*>(g.find_tensor("y")->data),
+            w.bytes.data() + g.data_offset() + 64);
 }
 
 TEST(Gguf, OpensAFile) {
@@ -269,9 +293,10 @@ TEST(Gguf, ReadsAFileWrittenByGgml) {
   EXPECT_EQ(g.get_int_array("tokenizer.ggml.token_type"), (std::vector<int64_t>{1, 1, 1, 3, 1}));
   EXPECT_EQ(g.get_f32_array("test.f32_array"), (std::vector<float>{0.5f, -1.5f}));
 
-  const char* expected[][2] = {{"token_embd.weight", "f32 [4, 2]"},         {"blk.0.attn_norm.weight", "f16 [8]"},
-                               {"blk.0.attn_q.weight", "q8_0 [32, 2]"},     {"blk.0.ffn_up.weight", "q4_K [256]"},
-                               {"blk.0.ffn_down.weight", "q6_K [256]"},   {"output_norm.weight", "bf16 [4]"}};
+  const char* expected[][2] = {
+      {"token_embd.weight", "f32 [4, 2]"},     {"blk.0.attn_norm.weight", "f16 [8]"},
+      {"blk.0.attn_q.weight", "q8_0 [32, 2]"}, {"blk.0.ffn_up.weight", "q4_K [256]"},
+      {"blk.0.ffn_down.weight", "q6_K [256]"}, {"output_norm.weight", "bf16 [4]"}};
   ASSERT_EQ(g.tensors().size(), std::size(expected));
   for (size_t i = 0; i < std::size(expected); ++i) {
     const GgufTensor& t = g.tensors()[i];
@@ -306,7 +331,8 @@ TEST(Gguf, EveryTruncationIsRefused) {
       const std::string msg = e.what();
       EXPECT_EQ(e.kind(), ErrorKind::format) << msg;
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-      EXPECT_TRUE(msg.find("truncated at byte") != std::string::npos || msg.find("could hold") != std::string::npos ||
+      EXPECT_TRUE(msg.find("truncated at byte") != std::string::npos ||
+                  msg.find("could hold") != std::string::npos ||
                   msg.find("runs past the end of the file") != std::string::npos ||
                   msg.find("past the end of the data section") != std::string::npos)
           << n << " bytes: " << msg;
@@ -325,10 +351,13 @@ TEST(Gguf, RefusesAnotherMagic) {
 }
 
 TEST(Gguf, RefusesVersions1And2AndUnknownOnes) {
-  expect_error(Writer().header(0, 0, 1), "GGUF version 1 is not supported (only version 3)", ErrorKind::unsupported);
-  expect_error(Writer().header(0, 0, 2), "GGUF version 2 is not supported (only version 3)", ErrorKind::unsupported);
+  expect_error(Writer().header(0, 0, 1), "GGUF version 1 is not supported (only version 3)",
+               ErrorKind::unsupported);
+  expect_error(Writer().header(0, 0, 2), "GGUF version 2 is not supported (only version 3)",
+               ErrorKind::unsupported);
   expect_error(Writer().header(0, 0, 4), "unknown GGUF version 4", ErrorKind::unsupported);
-  expect_error(Writer().header(0, 0, 0x03000000), "big-endian GGUF files are not supported", ErrorKind::unsupported);
+  expect_error(Writer().header(0, 0, 0x03000000), "big-endian GGUF files are not supported",
+               ErrorKind::unsupported);
 }
 
 TEST(Gguf, RefusesAStringLongerThanTheFile) {
@@ -337,7 +366,8 @@ TEST(Gguf, RefusesAStringLongerThanTheFile) {
   expect_error(w, "key 0 at byte 24: length 1099511627776 runs past the end of the file");
   Writer v;
   v.header(0, 1).key("s", VT::string).u64(~0ull).fill(4, 's');
-  expect_error(v, "key s: string at byte 37: length 18446744073709551615 runs past the end of the file");
+  expect_error(
+      v, "key s: string at byte 37: length 18446744073709551615 runs past the end of the file");
   Writer a;
   a.header(0, 1).array("a", VT::string, 2).str("x").u64(1000).fill(10, 's');
   expect_error(a, "key a: string at byte 58: length 1000 runs past the end of the file (76 bytes)");
@@ -353,8 +383,10 @@ TEST(Gguf, RefusesAnArrayLongerThanTheFile) {
 }
 
 TEST(Gguf, RefusesCountsThatOverflow) {
-  expect_error(Writer().header(0, ~0ull).fill(64, 0), "metadata count 18446744073709551615 is more than the file's");
-  expect_error(Writer().header(~0ull, 0).fill(64, 0), "tensor count 18446744073709551615 is more than the file's");
+  expect_error(Writer().header(0, ~0ull).fill(64, 0),
+               "metadata count 18446744073709551615 is more than the file's");
+  expect_error(Writer().header(~0ull, 0).fill(64, 0),
+               "tensor count 18446744073709551615 is more than the file's");
   // n * 8 wraps to 8 in 64 bits: the count is compared, never multiplied.
   Writer w;
   w.header(0, 1).array("a", VT::uint64, (1ull << 61) + 1).fill(8, 0);
@@ -431,12 +463,17 @@ TEST(Gguf, RefusesUnknownTensorTypes) {
 TEST(Gguf, RefusesARowThatIsNotWholeBlocks) {
   Writer w;
   w.header(1, 0).tensor("t", {100, 2}, GgmlType::q4_k, 0).align(32).fill(512, 0);
-  expect_error(w, "tensor t: q4_K [100, 2]: row length 100 is not a multiple of the block size 256");
+  expect_error(w,
+               "tensor t: q4_K [100, 2]: row length 100 is not a multiple of the block size 256");
 }
 
 TEST(Gguf, RefusesDuplicateTensorNames) {
   Writer w;
-  w.header(2, 0).tensor("t", {4}, GgmlType::f32, 0).tensor("t", {4}, GgmlType::f32, 32).align(32).fill(64, 0);
+  w.header(2, 0)
+      .tensor("t", {4}, GgmlType::f32, 0)
+      .tensor("t", {4}, GgmlType::f32, 32)
+      .align(32)
+      .fill(64, 0);
   expect_error(w, "duplicate tensor t");
 }
 
@@ -449,15 +486,23 @@ TEST(Gguf, RefusesAMisalignedDataOffset) {
 TEST(Gguf, RefusesDataPastTheEnd) {
   Writer w;
   w.header(1, 0).tensor("t", {8}, GgmlType::f32, 32).align(32).fill(48, 0);
-  expect_error(w, "tensor t: f32 [8] needs 32 bytes at data offset 32, past the end of the data section (48 bytes)");
+  expect_error(w,
+               "tensor t: f32 [8] needs 32 bytes at data offset 32, past the end of the data "
+               "section (48 bytes)");
   Writer far;
   far.header(1, 0).tensor("t", {8}, GgmlType::f32, 1ull << 63).align(32).fill(64, 0);
-  expect_error(far, "needs 32 bytes at data offset 9223372036854775808, past the end of the data section (64 bytes)");
+  expect_error(far,
+               "needs 32 bytes at data offset 9223372036854775808, past the end of the data "
+               "section (64 bytes)");
 }
 
 TEST(Gguf, RefusesOverlappingTensors) {
   Writer w;
-  w.header(2, 0).tensor("a", {16}, GgmlType::f32, 0).tensor("b", {8}, GgmlType::f32, 32).align(32).fill(64, 0);
+  w.header(2, 0)
+      .tensor("a", {16}, GgmlType::f32, 0)
+      .tensor("b", {8}, GgmlType::f32, 32)
+      .align(32)
+      .fill(64, 0);
   expect_error(w, "tensors a and b overlap at data offset 32");
 }
 

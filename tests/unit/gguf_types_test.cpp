@@ -26,7 +26,8 @@ std::vector<uint8_t> read_bytes(const std::filesystem::path& path) {
 }
 
 uint32_t u32_at(const std::vector<uint8_t>& b, size_t pos) {
-  return uint32_t(b[pos]) | uint32_t(b[pos + 1]) << 8 | uint32_t(b[pos + 2]) << 16 | uint32_t(b[pos + 3]) << 24;
+  return uint32_t(b[pos]) | uint32_t(b[pos + 1]) << 8 | uint32_t(b[pos + 2]) << 16 |
+         uint32_t(b[pos + 3]) << 24;
 }
 
 uint32_t bits(float f) {
@@ -37,7 +38,8 @@ uint32_t bits(float f) {
 
 GgmlType type_named(const std::string& name) {
   for (uint32_t id = 0; id < 64; ++id)
-    if (const GgmlTypeInfo* info = ggml_type_info(id); info && name == info->name) return GgmlType(id);
+    if (const GgmlTypeInfo* info = ggml_type_info(id); info && name == info->name)
+      return GgmlType(id);
   ADD_FAILURE() << "no ggml type named " << name;
   return GgmlType::f32;
 }
@@ -61,7 +63,9 @@ TEST(GgufTypes, TableMatchesGgml) {
   }
   EXPECT_EQ(listed.size(), 35u);
   for (uint32_t id = 0; id < 1000; ++id)
-    if (!listed.count(id)) { EXPECT_EQ(ggml_type_info(id), nullptr) << "ggml has no type " << id; }
+    if (!listed.count(id)) {
+      EXPECT_EQ(ggml_type_info(id), nullptr) << "ggml has no type " << id;
+    }
   EXPECT_EQ(ggml_type_info(0xffffffffu), nullptr);
 }
 
@@ -73,7 +77,8 @@ TEST(GgufTypes, DequantizeMatchesGgmlBitForBit) {
   for (const char* name : names) {
     const GgmlType type = type_named(name);
     ASSERT_TRUE(ggml_type_info(type).dequantizable) << name;
-    const auto file = read_bytes(test::fixtures() / "gguf" / "dequant" / (std::string(name) + ".bin"));
+    const auto file =
+        read_bytes(test::fixtures() / "gguf" / "dequant" / (std::string(name) + ".bin"));
     ASSERT_FALSE(file.empty()) << name;
     std::vector<int> sizes;
     for (size_t pos = 0; pos < file.size();) {
@@ -96,7 +101,8 @@ TEST(GgufTypes, DequantizeMatchesGgmlBitForBit) {
       EXPECT_EQ(got[n], -7.0f) << name << " n=" << n << ": wrote past the end";
       for (uint32_t i = 0; i < n; ++i)
         ASSERT_EQ(bits(got[i]), bits(expected[i]))
-            << name << " n=" << n << " index " << i << ": expected " << expected[i] << ", got " << got[i];
+            << name << " n=" << n << " index " << i << ": expected " << expected[i] << ", got "
+            << got[i];
       ++rows;
     }
     // Every fixture has the real sizes; the 32-value types also a single block and three.

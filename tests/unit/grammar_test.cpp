@@ -35,8 +35,10 @@ std::shared_ptr<const TokenVocabulary> vocabulary(const std::vector<std::string>
   return std::make_shared<TokenVocabulary>(bytes, added_ids);
 }
 
-GrammarMatcher matcher(const std::string& text, std::shared_ptr<const TokenVocabulary> v, std::vector<TokenId> end = {}) {
-  return GrammarMatcher(std::make_shared<TokenGrammar>(Grammar::parse(text), std::move(v)), std::move(end));
+GrammarMatcher matcher(const std::string& text, std::shared_ptr<const TokenVocabulary> v,
+                       std::vector<TokenId> end = {}) {
+  return GrammarMatcher(std::make_shared<TokenGrammar>(Grammar::parse(text), std::move(v)),
+                        std::move(end));
 }
 
 bool matches(const std::string& grammar, const std::string& text) {
@@ -52,23 +54,32 @@ bool prefix_ok(const std::string& grammar, const std::string& text) {
 TEST(GrammarSyntax, ErrorsSayWhereAndWhat) {
   EXPECT_NE(error_of("root ::= \"a\" b").find("undefined rule 'b'"), std::string::npos);
   EXPECT_NE(error_of("a ::= \"x\"").find("no rule named 'root'"), std::string::npos);
-  EXPECT_NE(error_of("root ::= \"a\"\nroot ::= \"b\"").find("grammar 2:1: rule 'root' is defined twice"), std::string::npos);
-  EXPECT_NE(error_of("root ::= \"abc").find("grammar 1:10: unterminated literal"), std::string::npos);
+  EXPECT_NE(
+      error_of("root ::= \"a\"\nroot ::= \"b\"").find("grammar 2:1: rule 'root' is defined twice"),
+      std::string::npos);
+  EXPECT_NE(error_of("root ::= \"abc").find("grammar 1:10: unterminated literal"),
+            std::string::npos);
   EXPECT_NE(error_of("root ::= [a-").find("unterminated character class"), std::string::npos);
   EXPECT_NE(error_of("root ::= \"\\q\"").find("unknown escape"), std::string::npos);
   EXPECT_NE(error_of("root ::= (\"a\"").find("unclosed '('"), std::string::npos);
-  EXPECT_NE(error_of("root ::= \"a\"{3,2}").find("maximum is below its minimum"), std::string::npos);
+  EXPECT_NE(error_of("root ::= \"a\"{3,2}").find("maximum is below its minimum"),
+            std::string::npos);
   EXPECT_NE(error_of("root ::= \"a\"{99999}").find("limited to"), std::string::npos);
-  EXPECT_NE(error_of("root ::= root \"a\" | \"b\"").find("'root' is left-recursive"), std::string::npos);
-  EXPECT_NE(error_of("root ::= a \"x\"\na ::= b | \"y\"\nb ::= a \"z\"").find("left-recursive"), std::string::npos);
+  EXPECT_NE(error_of("root ::= root \"a\" | \"b\"").find("'root' is left-recursive"),
+            std::string::npos);
+  EXPECT_NE(error_of("root ::= a \"x\"\na ::= b | \"y\"\nb ::= a \"z\"").find("left-recursive"),
+            std::string::npos);
   // (A rule used in place, like e ::= "a"?, may repeat; one referenced by its automaton may not.)
-  EXPECT_NE(error_of("root ::= e* \"x\"\ne ::= \"a\"? | \"(\" e \")\"").find("repeats 'e', which can match nothing"),
+  EXPECT_NE(error_of("root ::= e* \"x\"\ne ::= \"a\"? | \"(\" e \")\"")
+                .find("repeats 'e', which can match nothing"),
             std::string::npos);
   EXPECT_TRUE(Grammar::parse("root ::= e* \"x\"\ne ::= \"a\"?")->states() > 0);
   EXPECT_NE(error_of("root ::= < bad>").find("token reference"), std::string::npos);
   EXPECT_NE(error_of("root ::= \"a\" ) ").find("grammar 1:14"), std::string::npos);
-  EXPECT_NE(error_of("root ::= [a-z]{10000}[a-z]{10000}[a-z]{10000}", 1000).find("too large"), std::string::npos);
-  EXPECT_NE(error_of("root ::= ((\"ab\"{100}){100}){100}").find("too large"), std::string::npos);  // 2M before the DFA
+  EXPECT_NE(error_of("root ::= [a-z]{10000}[a-z]{10000}[a-z]{10000}", 1000).find("too large"),
+            std::string::npos);
+  EXPECT_NE(error_of("root ::= ((\"ab\"{100}){100}){100}").find("too large"),
+            std::string::npos);  // 2M before the DFA
 }
 
 TEST(GrammarSyntax, RulesSpanLinesAndComments) {
@@ -107,7 +118,7 @@ TEST(GrammarMatch, ClassesAreUnicode) {
   const std::string g = R"(root ::= [α-ω]+ | [^"]{1})";
   EXPECT_TRUE(matches(g, "αβγ"));
   EXPECT_TRUE(matches(g, "\xF0\x9F\x98\x80"));  // one 4-byte character outside the range
-  EXPECT_TRUE(prefix_ok(g, "\xCE"));             // half of α: a prefix
+  EXPECT_TRUE(prefix_ok(g, "\xCE"));            // half of α: a prefix
   EXPECT_FALSE(prefix_ok(g, "\xCE\x41"));
   EXPECT_FALSE(prefix_ok(g, "\xFF"));
   EXPECT_FALSE(prefix_ok(g, "\xED\xA0\x80"));  // an encoded surrogate is not UTF-8
@@ -121,11 +132,15 @@ TEST(GrammarMatch, Utf8SequencesCoverExactlyTheRange) {
     std::string out;
     if (cp < 0x80) out += char(cp);
     else if (cp < 0x800) out += {char(0xC0 | cp >> 6), char(0x80 | (cp & 0x3F))};
-    else if (cp < 0x10000) out += {char(0xE0 | cp >> 12), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
-    else out += {char(0xF0 | cp >> 18), char(0x80 | (cp >> 12 & 0x3F)), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
+    else if (cp < 0x10000)
+      out += {char(0xE0 | cp >> 12), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
+    else
+      out += {char(0xF0 | cp >> 18), char(0x80 | (cp >> 12 & 0x3F)), char(0x80 | (cp >> 6 & 0x3F)),
+              char(0x80 | (cp & 0x3F))};
     return out;
   };
-  for (auto [lo, hi] : std::vector<std::pair<uint32_t, uint32_t>>{{0x70, 0x90}, {0x7F0, 0x810}, {0xFFF0, 0x10010}, {0xD7F0, 0xE010}}) {
+  for (auto [lo, hi] : std::vector<std::pair<uint32_t, uint32_t>>{
+           {0x70, 0x90}, {0x7F0, 0x810}, {0xFFF0, 0x10010}, {0xD7F0, 0xE010}}) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "root ::= [\\U%08X-\\U%08X]", lo, hi);
     auto v = vocabulary({});
@@ -142,9 +157,10 @@ TEST(GrammarMatch, Utf8SequencesCoverExactlyTheRange) {
 // The mask, computed from the per-state cache and the trie, equals asking the matcher about each
 // token one by one, at every step of random walks through several grammars.
 TEST(TokenMask, EqualsTokenByTokenCheckOnHandMadeVocabulary) {
-  const std::vector<std::string> pieces{"ab", "abc", "abcd", "\"", "\",", "\"}", "\":", "{\"", "{}", "[]", "[1", "12",
-                                        "0,", "1}", "true", "tr", "null", ", \"", "\n", "  ", "é", "\xC3", "\xA9\"",
-                                        "x\"", "\"x", "}]", "]}", ",", ": ", "-1", "1.5e", "e+3", "}", "\"a\":"};
+  const std::vector<std::string> pieces{
+      "ab",  "abc", "abcd", "\"", "\",",  "\"}",  "\":",  "{\"", "{}", "[]",    "[1",     "12",
+      "0,",  "1}",  "true", "tr", "null", ", \"", "\n",   "  ",  "é",  "\xC3",  "\xA9\"", "x\"",
+      "\"x", "}]",  "]}",   ",",  ": ",   "-1",   "1.5e", "e+3", "}",  "\"a\":"};
   auto v = vocabulary(pieces, {"<end>", "<call>"});
   const TokenId end = TokenId(v->size() - 2), call = TokenId(v->size() - 1);
   const std::vector<std::string> grammars{
@@ -221,7 +237,9 @@ TEST(TokenConstraint, ThinkingIsFreeUntilTheEndTag) {
   const TokenId think = 256, unthink = 257, end = 258;
   GrammarConstraint c{std::make_shared<TokenGrammar>(Grammar::parse("root ::= \"ok\""), v),
                       GrammarConstraint::Reasoning::optional, think, unthink};
-  auto bit = [](std::span<const uint64_t> m, TokenId id) { return bool(m[size_t(id) / 64] >> (id % 64) & 1); };
+  auto bit = [](std::span<const uint64_t> m, TokenId id) {
+    return bool(m[size_t(id) / 64] >> (id % 64) & 1);
+  };
   TokenConstraint t(c, {end});
   auto first = t.mask(v->size());
   EXPECT_TRUE(bit(first, think));

@@ -1,5 +1,5 @@
-// HugePageAllocator: large blocks mapped aligned to 2 MiB, small ones from operator new aligned to a
-// cache line, both usable.
+// HugePageAllocator: large blocks mapped aligned to 2 MiB, small ones from operator new aligned to
+// a cache line, both usable.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,7 +11,8 @@ namespace qwen3::io {
 namespace {
 
 TEST(HugePageAllocator, BlocksAreAlignedAndEveryBlockHoldsItsValues) {
-  for (size_t n : {size_t(1), size_t(3), size_t(1000), kHugePage / 8 - 1, kHugePage / 8, 3 * kHugePage / 8 + 5}) {
+  for (size_t n : {size_t(1), size_t(3), size_t(1000), kHugePage / 8 - 1, kHugePage / 8,
+                   3 * kHugePage / 8 + 5}) {
     Buffer<uint64_t> v(n, 7);
     const size_t alignment = n * sizeof(uint64_t) >= kHugePage ? kHugePage : kCacheLine;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(v.data()) % alignment, 0u) << n;

@@ -66,7 +66,9 @@ bool valid(const json& v, const json& schema, const json& root) {
     for (auto& s : schema["anyOf"]) any = any || valid(v, s, root);
     if (!any) return false;
   }
-  if (schema.contains("enum") && std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end()) return false;
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end())
+    return false;
   if (schema.contains("const") && schema["const"] != v) return false;
   if (schema.contains("type")) {
     auto types = schema["type"].is_array() ? schema["type"] : json::array({schema["type"]});
@@ -75,7 +77,9 @@ bool valid(const json& v, const json& schema, const json& root) {
       const std::string type = t;
       ok = ok || (type == "object" && v.is_object()) || (type == "array" && v.is_array()) ||
            (type == "string" && v.is_string()) || (type == "number" && v.is_number()) ||
-           (type == "integer" && (v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())))) ||
+           (type == "integer" &&
+            (v.is_number_integer() ||
+             (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())))) ||
            (type == "boolean" && v.is_boolean()) || (type == "null" && v.is_null());
     }
     if (!ok) return false;
@@ -87,13 +91,15 @@ bool valid(const json& v, const json& schema, const json& root) {
     for (auto& [key, value] : v.items()) {
       if (props.contains(key)) {
         if (!valid(value, props[key], root)) return false;
-      } else if (schema.contains("additionalProperties") && !valid(value, schema["additionalProperties"], root)) {
+      } else if (schema.contains("additionalProperties") &&
+                 !valid(value, schema["additionalProperties"], root)) {
         return false;
       }
     }
   }
   if (v.is_array()) {
-    if (v.size() < schema.value("minItems", 0u) || v.size() > schema.value("maxItems", 1000000u)) return false;
+    if (v.size() < schema.value("minItems", 0u) || v.size() > schema.value("maxItems", 1000000u))
+      return false;
     if (schema.contains("items"))
       for (auto& item : v)
         if (!valid(item, schema["items"], root)) return false;
@@ -120,8 +126,8 @@ TEST(JsonSchemaGrammar, TypesAndKeywords) {
   EXPECT_TRUE(accepts(g(R"({"type": "number"})"), "1.5e+3"));
   EXPECT_TRUE(accepts(g(R"({"type": ["string", "null"]})"), "null"));
   EXPECT_TRUE(accepts(g(R"({"type": "string"})"), R"("a\"\u00e9\n é")"));
-  EXPECT_FALSE(accepts(g(R"({"type": "string"})"), "\"a\nb\""));         // a raw control character
-  EXPECT_FALSE(accepts(g(R"({"type": "string"})"), R"("\ud800")"));       // a lone surrogate
+  EXPECT_FALSE(accepts(g(R"({"type": "string"})"), "\"a\nb\""));     // a raw control character
+  EXPECT_FALSE(accepts(g(R"({"type": "string"})"), R"("\ud800")"));  // a lone surrogate
   EXPECT_TRUE(accepts(g(R"({"type": "string", "minLength": 2, "maxLength": 3})"), R"("é\n")"));
   EXPECT_FALSE(accepts(g(R"({"type": "string", "minLength": 2, "maxLength": 3})"), R"("abcd")"));
   EXPECT_TRUE(accepts(g(R"({"enum": ["a", 1, null, {"x": [true]}]})"), R"({"x":[true]})"));
@@ -129,12 +135,21 @@ TEST(JsonSchemaGrammar, TypesAndKeywords) {
   EXPECT_TRUE(accepts(g(R"({"const": "yes"})"), R"("yes")"));
   EXPECT_TRUE(accepts(g(R"({"type": "string", "format": "date"})"), R"("2024-02-28")"));
   EXPECT_FALSE(accepts(g(R"({"type": "string", "format": "date"})"), R"("2024-02-30")"));
-  EXPECT_TRUE(accepts(g(R"({"type": "string", "format": "date-time"})"), R"("2024-12-31T23:59:59.5+01:00")"));
-  EXPECT_TRUE(accepts(g(R"({"type": "string", "format": "uuid"})"), R"("123e4567-e89b-12d3-a456-426614174000")"));
-  EXPECT_TRUE(accepts(g(R"({"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 2})"), "[true, false]"));
-  EXPECT_FALSE(accepts(g(R"({"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 2})"), "[]"));
-  EXPECT_FALSE(accepts(g(R"({"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 2})"), "[true,true,true]"));
-  EXPECT_TRUE(accepts(g(R"({"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]})"), "[1,2]"));
+  EXPECT_TRUE(accepts(g(R"({"type": "string", "format": "date-time"})"),
+                      R"("2024-12-31T23:59:59.5+01:00")"));
+  EXPECT_TRUE(accepts(g(R"({"type": "string", "format": "uuid"})"),
+                      R"("123e4567-e89b-12d3-a456-426614174000")"));
+  EXPECT_TRUE(
+      accepts(g(R"({"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 2})"),
+              "[true, false]"));
+  EXPECT_FALSE(accepts(
+      g(R"({"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 2})"), "[]"));
+  EXPECT_FALSE(
+      accepts(g(R"({"type": "array", "items": {"type": "boolean"}, "minItems": 1, "maxItems": 2})"),
+              "[true,true,true]"));
+  EXPECT_TRUE(accepts(
+      g(R"({"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]})"),
+      "[1,2]"));
   EXPECT_TRUE(accepts(g(R"({})"), R"({"any": [1, "thing", null]})"));
   // Leading whitespace (the text after </think>), but nothing after the value.
   EXPECT_TRUE(accepts(g(R"({"type": "integer"})"), "\n\n 7"));
@@ -144,40 +159,58 @@ TEST(JsonSchemaGrammar, TypesAndKeywords) {
 // Integer bounds compile to digit ranges: every integer from -1200 to 1200 matches exactly when
 // it is within them.
 TEST(JsonSchemaGrammar, IntegerBounds) {
-  const std::vector<std::string> bounds{
-      R"("minimum": 0)", R"("minimum": 1, "maximum": 12)", R"("minimum": -37, "maximum": 450)",
-      R"("exclusiveMinimum": 99, "exclusiveMaximum": 1001)", R"("maximum": -5)", R"("minimum": 6.5, "maximum": 7.5)",
-      R"("minimum": -1000, "maximum": -10)", R"("minimum": 0.5, "exclusiveMaximum": 100.5)", R"("minimum": 190, "maximum": 1109)"};
+  const std::vector<std::string> bounds{R"("minimum": 0)",
+                                        R"("minimum": 1, "maximum": 12)",
+                                        R"("minimum": -37, "maximum": 450)",
+                                        R"("exclusiveMinimum": 99, "exclusiveMaximum": 1001)",
+                                        R"("maximum": -5)",
+                                        R"("minimum": 6.5, "maximum": 7.5)",
+                                        R"("minimum": -1000, "maximum": -10)",
+                                        R"("minimum": 0.5, "exclusiveMaximum": 100.5)",
+                                        R"("minimum": 190, "maximum": 1109)"};
   for (auto& b : bounds) {
     const json schema = json::parse("{\"type\": \"integer\", " + b + "}");
-    auto g = std::make_shared<TokenGrammar>(Grammar::parse(json_schema_grammar(schema)), bytes_vocabulary());
+    auto g = std::make_shared<TokenGrammar>(Grammar::parse(json_schema_grammar(schema)),
+                                            bytes_vocabulary());
     for (int v = -1200; v <= 1200; ++v) {
       const json value = v;
-      const bool inside = (!schema.contains("minimum") || v >= schema["minimum"].get<double>()) &&
-                          (!schema.contains("maximum") || v <= schema["maximum"].get<double>()) &&
-                          (!schema.contains("exclusiveMinimum") || v > schema["exclusiveMinimum"].get<double>()) &&
-                          (!schema.contains("exclusiveMaximum") || v < schema["exclusiveMaximum"].get<double>());
+      const bool inside =
+          (!schema.contains("minimum") || v >= schema["minimum"].get<double>()) &&
+          (!schema.contains("maximum") || v <= schema["maximum"].get<double>()) &&
+          (!schema.contains("exclusiveMinimum") || v > schema["exclusiveMinimum"].get<double>()) &&
+          (!schema.contains("exclusiveMaximum") || v < schema["exclusiveMaximum"].get<double>());
       GrammarMatcher m(g, {});
       ASSERT_EQ(m.accept_bytes(std::to_string(v)) && m.complete(), inside) << b << ": " << v;
     }
   }
-  EXPECT_TRUE(accepts(json_schema_grammar(json::parse(R"({"type": "integer", "minimum": 0})")), "9999999999999999"));
-  EXPECT_FALSE(accepts(json_schema_grammar(json::parse(R"({"type": "integer", "minimum": 0})")), "01"));
-  EXPECT_TRUE(accepts(json_schema_grammar(json::parse(R"({"type": "number", "minimum": 0})")), "0.5e-3"));
-  EXPECT_FALSE(accepts(json_schema_grammar(json::parse(R"({"type": "number", "minimum": 0})")), "-1"));
-  EXPECT_NE(schema_error(R"({"type": "number", "maximum": 3})").find("maximum: on a number only 'minimum': 0"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 5, "maximum": 4})").find("no integer"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 1, "exclusiveMinimum": true})").find("exclusiveMinimum"),
+  EXPECT_TRUE(accepts(json_schema_grammar(json::parse(R"({"type": "integer", "minimum": 0})")),
+                      "9999999999999999"));
+  EXPECT_FALSE(
+      accepts(json_schema_grammar(json::parse(R"({"type": "integer", "minimum": 0})")), "01"));
+  EXPECT_TRUE(
+      accepts(json_schema_grammar(json::parse(R"({"type": "number", "minimum": 0})")), "0.5e-3"));
+  EXPECT_FALSE(
+      accepts(json_schema_grammar(json::parse(R"({"type": "number", "minimum": 0})")), "-1"));
+  EXPECT_NE(schema_error(R"({"type": "number", "maximum": 3})")
+                .find("maximum: on a number only 'minimum': 0"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 5, "maximum": 4})").find("no integer"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 1, "exclusiveMinimum": true})")
+                .find("exclusiveMinimum"),
             std::string::npos);
 }
 
 // Long bounded repetitions stay small: array items are referenced, not copied a thousand times;
 // a bounded string's characters are written out (its masks stay cheap) at ~14 states each.
 TEST(JsonSchemaGrammar, LongBoundsStaySmall) {
-  auto states = [](const char* schema) { return Grammar::parse(json_schema_grammar(json::parse(schema)))->states(); };
+  auto states = [](const char* schema) {
+    return Grammar::parse(json_schema_grammar(json::parse(schema)))->states();
+  };
   EXPECT_LT(states(R"({"type": "array", "items": {"type": "integer"}, "maxItems": 1000})"), 6000u);
   EXPECT_LT(states(R"({"type": "string", "maxLength": 1000})"), 16000u);
-  const auto twelve = json_schema_grammar(json::parse(R"({"type": "array", "items": {"type": "integer"}, "minItems": 10, "maxItems": 12})"));
+  const auto twelve = json_schema_grammar(json::parse(
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 10, "maxItems": 12})"));
   std::string items = "[1";
   for (int k = 2; k <= 13; ++k) {
     EXPECT_EQ(accepts(twelve, items + "]"), k - 1 >= 10 && k - 1 <= 12) << items;
@@ -192,44 +225,61 @@ TEST(JsonSchemaGrammar, Objects) {
   EXPECT_TRUE(accepts(strict, R"({"a": 1, "c": true})"));
   EXPECT_TRUE(accepts(strict, R"({ "a":1 , "b":"x" , "c":false })"));
   EXPECT_TRUE(accepts(strict, "{\n  \"a\": 1,\n  \"b\": \"x\",\n  \"c\": false\n}"));
-  EXPECT_FALSE(accepts(strict, R"({"c": true})"));                 // a required one missing
+  EXPECT_FALSE(accepts(strict, R"({"c": true})"));                  // a required one missing
   EXPECT_FALSE(accepts(strict, R"({"a": 1, "c": true, "d": 1})"));  // no additional properties
   EXPECT_FALSE(accepts(strict, R"({"a": 1, "c": true,})"));
-  const auto optional = json_schema_grammar(json::parse(R"({"properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}})"));
+  const auto optional = json_schema_grammar(
+      json::parse(R"({"properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}})"));
   EXPECT_TRUE(accepts(optional, "{}"));
   EXPECT_TRUE(accepts(optional, R"({"y": 2})"));
-  EXPECT_TRUE(accepts(optional, R"({"x": 1, "zz": "extra", "q": null})"));  // additional allowed by default
-  EXPECT_TRUE(accepts(optional, R"({"xy": 1})"));                          // a key that only starts like "x"
-  EXPECT_FALSE(accepts(optional, R"({"y": 1, "x": "not an integer"})"));   // declared keys only in order
-  EXPECT_FALSE(accepts(optional, R"({"zz": 1, "x": "dup"})"));             // an extra key never repeats a declared one
-  const auto typed_extra = json_schema_grammar(json::parse(R"({"type": "object", "additionalProperties": {"type": "integer"}})"));
+  EXPECT_TRUE(
+      accepts(optional, R"({"x": 1, "zz": "extra", "q": null})"));  // additional allowed by default
+  EXPECT_TRUE(accepts(optional, R"({"xy": 1})"));  // a key that only starts like "x"
+  EXPECT_FALSE(
+      accepts(optional, R"({"y": 1, "x": "not an integer"})"));  // declared keys only in order
+  EXPECT_FALSE(
+      accepts(optional, R"({"zz": 1, "x": "dup"})"));  // an extra key never repeats a declared one
+  const auto typed_extra = json_schema_grammar(
+      json::parse(R"({"type": "object", "additionalProperties": {"type": "integer"}})"));
   EXPECT_TRUE(accepts(typed_extra, R"({"a": 1, "b": 2})"));
   EXPECT_FALSE(accepts(typed_extra, R"({"a": "x"})"));
-  const auto recursive = json_schema_grammar(json::parse(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+  const auto recursive = json_schema_grammar(
+      json::parse(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
       "properties": {"name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
       "required": ["name"], "additionalProperties": false}}})"));
-  EXPECT_TRUE(accepts(recursive, R"({"name": "a", "kids": [{"name": "b", "kids": []}, {"name": "c"}]})"));
+  EXPECT_TRUE(
+      accepts(recursive, R"({"name": "a", "kids": [{"name": "b", "kids": []}, {"name": "c"}]})"));
   EXPECT_FALSE(accepts(recursive, R"({"name": "a", "kids": [{"kids": []}]})"));
 }
 
 TEST(JsonSchemaGrammar, UnsupportedKeywordsAreNamed) {
-  EXPECT_EQ(schema_error(R"({"type": "integer", "multipleOf": 3})"), "schema: 'multipleOf' is not supported");
+  EXPECT_EQ(schema_error(R"({"type": "integer", "multipleOf": 3})"),
+            "schema: 'multipleOf' is not supported");
   EXPECT_EQ(schema_error(R"({"properties": {"age": {"type": "number", "multipleOf": 2}}})"),
             "properties.age: 'multipleOf' is not supported");
-  EXPECT_NE(schema_error(R"({"type": "string", "pattern": "^a"})").find("'pattern'"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "string", "pattern": "^a"})").find("'pattern'"),
+            std::string::npos);
   EXPECT_NE(schema_error(R"({"oneOf": [{"type": "string"}]})").find("'oneOf'"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"type": "string", "format": "email"})").find("format \"email\""), std::string::npos);
-  EXPECT_NE(schema_error(R"({"type": "array", "items": [{"type": "string"}]})").find("items"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"allOf": [{"type": "string"}, {"maxLength": 2}]})").find("allOf"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"$ref": "https://example.com/s.json"})").find("$ref"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "string", "format": "email"})").find("format \"email\""),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "array", "items": [{"type": "string"}]})").find("items"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"allOf": [{"type": "string"}, {"maxLength": 2}]})").find("allOf"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"$ref": "https://example.com/s.json"})").find("$ref"),
+            std::string::npos);
   EXPECT_NE(schema_error(R"({"type": "object", "anyOf": [{}]})").find("beside"), std::string::npos);
   EXPECT_NE(schema_error(R"({"type": "date"})").find("unknown type"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"type": "array", "maxItems": 100000})").find("maxItems"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"type": "array", "uniqueItems": true})").find("uniqueItems"), std::string::npos);
-  EXPECT_NE(schema_error(R"({"enum": ["a"], "maxLength": 0})").find("beside 'enum'"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "array", "maxItems": 100000})").find("maxItems"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "array", "uniqueItems": true})").find("uniqueItems"),
+            std::string::npos);
+  EXPECT_NE(schema_error(R"({"enum": ["a"], "maxLength": 0})").find("beside 'enum'"),
+            std::string::npos);
   EXPECT_NE(schema_error(R"({"nullable": true})").find("'nullable'"), std::string::npos);
   // Annotations describe and are accepted.
-  EXPECT_NO_THROW(json_schema_grammar(json::parse(R"({"title": "t", "description": "d", "default": 1,
+  EXPECT_NO_THROW(
+      json_schema_grammar(json::parse(R"({"title": "t", "description": "d", "default": 1,
       "examples": [1], "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "integer"})")));
 }
 
@@ -240,7 +290,8 @@ struct Sampled {
 
 // Random logits that lean towards closing characters (as a trained model would end values),
 // masked, then sampled at temperature 1; until an end token or `steps`.
-Sampled sample_under_mask(const Tokenizer& tokenizer, std::shared_ptr<const TokenGrammar> grammar, uint64_t seed, int steps) {
+Sampled sample_under_mask(const Tokenizer& tokenizer, std::shared_ptr<const TokenGrammar> grammar,
+                          uint64_t seed, int steps) {
   const TokenId end = 151645;
   TokenConstraint constraint({grammar, GrammarConstraint::Reasoning::none, -1, -1}, {end});
   SamplingParams params;
@@ -301,7 +352,8 @@ TEST(JsonSchemaSampling, EverySampleParsesAndValidatesWithTheRealTokenizer) {
   int ended = 0, total = 0;
   for (auto& text : schemas) {
     const json schema = json::parse(text);
-    auto grammar = std::make_shared<const TokenGrammar>(Grammar::parse(json_schema_grammar(schema)), vocabulary);
+    auto grammar = std::make_shared<const TokenGrammar>(Grammar::parse(json_schema_grammar(schema)),
+                                                        vocabulary);
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       const Sampled s = sample_under_mask(tokenizer, grammar, seed, 300);
       ++total;
@@ -309,7 +361,8 @@ TEST(JsonSchemaSampling, EverySampleParsesAndValidatesWithTheRealTokenizer) {
       ++ended;
       nlohmann::json parsed = nlohmann::json::parse(s.text, nullptr, false);
       ASSERT_FALSE(parsed.is_discarded()) << text << "\nseed " << seed << ": " << s.text;
-      EXPECT_TRUE(valid(json::parse(s.text), schema, schema)) << text << "\nseed " << seed << ": " << s.text;
+      EXPECT_TRUE(valid(json::parse(s.text), schema, schema))
+          << text << "\nseed " << seed << ": " << s.text;
     }
   }
   EXPECT_GE(ended, total * 3 / 4) << "too few samples reached the end token";

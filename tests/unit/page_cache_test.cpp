@@ -39,7 +39,8 @@ TEST(PageCache, DropsAWrittenFileAndKeepsItsBytes) {
   drop_from_page_cache(path);
   struct statfs fs {};
   ASSERT_EQ(::statfs(path.c_str(), &fs), 0);
-  if (fs.f_type == TMPFS_MAGIC) EXPECT_GT(cached_pages(path, bytes.size()), 0u) << "tmpfs: the cache is the only copy";
+  if (fs.f_type == TMPFS_MAGIC)
+    EXPECT_GT(cached_pages(path, bytes.size()), 0u) << "tmpfs: the cache is the only copy";
   else EXPECT_EQ(cached_pages(path, bytes.size()), 0u);
 
   std::vector<char> back(bytes.size());

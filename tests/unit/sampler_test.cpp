@@ -41,7 +41,8 @@ SamplingParams params(float temperature, int top_k = 0, float top_p = 1.0f, floa
 }
 
 // Checks the exact kept ids, in order, and their renormalised probabilities.
-void expect_kept(const std::vector<TokenProb>& got, const std::vector<std::pair<int32_t, double>>& want) {
+void expect_kept(const std::vector<TokenProb>& got,
+                 const std::vector<std::pair<int32_t, double>>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(got[i].id, want[i].first) << "rank " << i;
@@ -58,7 +59,8 @@ TEST(Sampler, TopKKeepsTheKBestRenormalised) {
 TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
   // 0.4 + 0.3 = 0.7 < 0.75, so the third token is needed.
   Sampler s(params(1.0f, 0, 0.75f));
-  expect_kept(s.candidates(log_of({0.1, 0.4, 0.2, 0.3}), {}), {{1, 0.4 / 0.9}, {3, 0.3 / 0.9}, {2, 0.2 / 0.9}});
+  expect_kept(s.candidates(log_of({0.1, 0.4, 0.2, 0.3}), {}),
+              {{1, 0.4 / 0.9}, {3, 0.3 / 0.9}, {2, 0.2 / 0.9}});
   // The single best token already reaches p: exactly one token survives.
   Sampler one(params(1.0f, 0, 0.3f));
   expect_kept(one.candidates(log_of({0.1, 0.4, 0.2, 0.3}), {}), {{1, 1.0}});
@@ -72,7 +74,8 @@ TEST(Sampler, TopPAlwaysKeepsOneToken) {
 TEST(Sampler, MinPKeepsTokensAboveAFractionOfTheBest) {
   // Threshold 0.2 * 0.5 = 0.1: 0.05 goes, 0.15 stays.
   Sampler s(params(1.0f, 0, 1.0f, 0.2f));
-  expect_kept(s.candidates(log_of({0.5, 0.3, 0.15, 0.05}), {}), {{0, 0.5 / 0.95}, {1, 0.3 / 0.95}, {2, 0.15 / 0.95}});
+  expect_kept(s.candidates(log_of({0.5, 0.3, 0.15, 0.05}), {}),
+              {{0, 0.5 / 0.95}, {1, 0.3 / 0.95}, {2, 0.15 / 0.95}});
 }
 
 TEST(Sampler, LargeVocabTopPMatchesFullSort) {
@@ -87,7 +90,8 @@ TEST(Sampler, LargeVocabTopPMatchesFullSort) {
   auto probs = softmax(scaled);
   std::vector<int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
   size_t n = 0;
   double cumulative = 0;
   while (cumulative < 0.9f) cumulative += probs[order[n++]];
@@ -122,7 +126,8 @@ TEST(Sampler, RepetitionPenaltyHuggingFace) {
   p.repetition_penalty = 2.0f;
   Sampler s(p);
   // Token 0 (positive) is divided, token 1 (negative) multiplied, each once despite repeats.
-  auto kept = s.candidates(std::vector<float>{2.0f, -2.0f, 1.0f, 0.5f}, std::vector<int32_t>{0, 1, 0, 2, 2, 2});
+  auto kept = s.candidates(std::vector<float>{2.0f, -2.0f, 1.0f, 0.5f},
+                           std::vector<int32_t>{0, 1, 0, 2, 2, 2});
   auto want = softmax({1.0, -4.0, 0.5, 0.5});
   std::map<int32_t, float> got;
   for (auto& t : kept) got[t.id] = t.prob;
@@ -134,7 +139,8 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesOpenAI) {
   p.presence_penalty = 0.5f;
   p.frequency_penalty = 0.25f;
   Sampler s(p);
-  auto kept = s.candidates(std::vector<float>{2.0f, -2.0f, 1.0f, 0.5f}, std::vector<int32_t>{0, 1, 0, 2, 2, 2});
+  auto kept = s.candidates(std::vector<float>{2.0f, -2.0f, 1.0f, 0.5f},
+                           std::vector<int32_t>{0, 1, 0, 2, 2, 2});
   // logit -= 0.5 * (count > 0) + 0.25 * count; counts 2, 1, 3, 0.
   auto want = softmax({2 - 0.5 - 0.5, -2 - 0.5 - 0.25, 1 - 0.5 - 0.75, 0.5});
   std::map<int32_t, float> got;
@@ -295,7 +301,8 @@ class TempDir : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("qwen3_sampler_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("qwen3_sampler_" +
+            std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -22,7 +22,8 @@ struct Chunk {
 };
 
 // The chunks one run hands out, in the order they started.
-std::vector<Chunk> chunks_of(ThreadPool& pool, int n, const std::function<void(int, int)>& work = {}) {
+std::vector<Chunk> chunks_of(ThreadPool& pool, int n,
+                             const std::function<void(int, int)>& work = {}) {
   std::mutex mutex;
   std::vector<Chunk> chunks;
   pool.run(n, [&](int begin, int end) {
@@ -40,7 +41,8 @@ TEST(ThreadPool, EveryIndexOnceInContiguousChunks) {
     ThreadPool pool(threads);
     for (int n : {0, 1, 2, 7, 64, 1000, 9496}) {
       auto chunks = chunks_of(pool, n);
-      std::sort(chunks.begin(), chunks.end(), [](const Chunk& a, const Chunk& b) { return a.begin < b.begin; });
+      std::sort(chunks.begin(), chunks.end(),
+                [](const Chunk& a, const Chunk& b) { return a.begin < b.begin; });
       int next = 0;
       for (const Chunk& c : chunks) {
         EXPECT_EQ(c.begin, next) << threads << " threads, n " << n;
@@ -67,9 +69,11 @@ TEST(ThreadPool, AHeldUpThreadsShareIsTakenOverBackToFront) {
     chunks = chunks_of(pool, 1000, [](int begin, int) {
       if (begin == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     });
-    stalled = std::find_if(chunks.begin(), chunks.end(), [](const Chunk& c) { return c.begin == 0; });
+    stalled =
+        std::find_if(chunks.begin(), chunks.end(), [](const Chunk& c) { return c.begin == 0; });
     ASSERT_NE(stalled, chunks.end());
-    const auto first = std::find_if(chunks.begin(), chunks.end(), [&](const Chunk& c) { return c.thread == stalled->thread; });
+    const auto first = std::find_if(chunks.begin(), chunks.end(),
+                                    [&](const Chunk& c) { return c.thread == stalled->thread; });
     if (first == stalled) break;
   }
   EXPECT_LE(stalled->end, 250);

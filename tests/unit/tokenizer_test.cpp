@@ -31,12 +31,15 @@ const nlohmann::json& reference() {
   return r;
 }
 
-bool valid_utf8(const std::string& s) { return detail::find_invalid_utf8(s) == std::string_view::npos; }
+bool valid_utf8(const std::string& s) {
+  return detail::find_invalid_utf8(s) == std::string_view::npos;
+}
 
 std::string nfc(const std::string& s) {
   utf8proc_uint8_t* out = nullptr;
-  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()),
-                                    &out, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()),
+                   &out, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   EXPECT_GE(n, 0);
   std::string r(reinterpret_cast<char*>(out), size_t(n));
   std::free(out);
@@ -58,7 +61,8 @@ std::string stream_decode(const std::vector<TokenId>& ids, bool skip_special) {
 }
 
 TEST(Tokenizer, CanonicalExample) {
-  EXPECT_EQ(tokenizer().encode("The capital of France is"), (std::vector<TokenId>{785, 6722, 315, 9625, 374}));
+  EXPECT_EQ(tokenizer().encode("The capital of France is"),
+            (std::vector<TokenId>{785, 6722, 315, 9625, 374}));
 }
 
 TEST(Tokenizer, VocabularyShape) {
@@ -108,7 +112,8 @@ TEST(Tokenizer, StreamDecoderMatchesDecodeOnReference) {
   for (const auto& c : reference()["decode"]) all.push_back(c["ids"].get<std::vector<TokenId>>());
   for (size_t i = 0; i < all.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
-    for (bool skip : {false, true}) EXPECT_EQ(stream_decode(all[i], skip), tokenizer().decode(all[i], skip));
+    for (bool skip : {false, true})
+      EXPECT_EQ(stream_decode(all[i], skip), tokenizer().decode(all[i], skip));
   }
 }
 
@@ -125,7 +130,8 @@ TEST(Tokenizer, StreamDecoderOnRandomIds) {
 
 TEST(Tokenizer, StreamDecoderHoldsBackHalfCharacters) {
   // "€" is E2 82 AC; the byte tokens for E2 and 82 alone must produce nothing yet.
-  TokenId e2 = tokenizer().token_id("â"), x82 = tokenizer().token_id("Ĥ"), xac = tokenizer().token_id("¬");
+  TokenId e2 = tokenizer().token_id("â"), x82 = tokenizer().token_id("Ĥ"),
+          xac = tokenizer().token_id("¬");
   StreamDecoder stream(tokenizer());
   EXPECT_EQ(stream.push(e2), "");
   EXPECT_EQ(stream.push(x82), "");
@@ -138,7 +144,7 @@ TEST(Tokenizer, StreamDecoderHoldsBackHalfCharacters) {
 // (which NFC composes), CJK, emoji and any other scalar value.
 std::string random_utf8(std::mt19937& rng) {
   static const std::pair<uint32_t, uint32_t> ranges[] = {
-      {0x20, 0x7E},     {0x09, 0x0D},     {0x20, 0x20},   {0xA0, 0x17F}, {0x300, 0x36F},
+      {0x20, 0x7E},     {0x09, 0x0D},     {0x20, 0x20},       {0xA0, 0x17F},  {0x300, 0x36F},
       {0x1100, 0x11FF}, {0x4E00, 0x4E80}, {0x1F600, 0x1F64F}, {0x1, 0x10FFFF}};
   std::string s;
   size_t n = rng() % 40;
@@ -165,7 +171,8 @@ TEST(Tokenizer, NoSpecialTreatsAddedTokensAsText) {
   EXPECT_EQ(tokenizer().encode(text).front(), 151645);
   std::vector<TokenId> plain = tokenizer().encode(text, false);
   EXPECT_GT(plain.size(), 3u);
-  for (TokenId id : plain) EXPECT_LT(id, 151643) << "added token " << id << " in plain-text encoding";
+  for (TokenId id : plain)
+    EXPECT_LT(id, 151643) << "added token " << id << " in plain-text encoding";
   EXPECT_EQ(tokenizer().decode(plain), text);
   EXPECT_EQ(tokenizer().decode(plain, true), text);  // ordinary pieces survive skip_special
 }
@@ -178,7 +185,8 @@ TEST(Tokenizer, AddedTokensSplitTheText) {
 }
 
 TEST(Tokenizer, InvalidUtf8Throws) {
-  for (std::string bad : {"\xFF", "abc\xC3", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "ok\x80ok"}) {
+  for (std::string bad :
+       {"\xFF", "abc\xC3", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "ok\x80ok"}) {
     try {
       tokenizer().encode(bad);
       ADD_FAILURE() << "no error for " << nlohmann::json::binary({bad.begin(), bad.end()}).dump();
@@ -207,7 +215,8 @@ class TokenizerFiles : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
-           ("qwen3_tok_" + std::to_string(getpid()) + "_" + testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("qwen3_tok_" + std::to_string(getpid()) + "_" +
+            testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -308,11 +317,13 @@ TEST(TokenizerUtf8, LossyDecodingFollowsMaximalSubparts) {
     return out;
   };
   const std::string r = "\xEF\xBF\xBD";
-  EXPECT_EQ(lossy("a\xE2\x82"), "a" + r);               // a cut character: one U+FFFD
-  EXPECT_EQ(lossy("\xE2\x82" "b"), r + "b");
+  EXPECT_EQ(lossy("a\xE2\x82"), "a" + r);  // a cut character: one U+FFFD
+  EXPECT_EQ(lossy("\xE2\x82"
+                  "b"),
+            r + "b");
   EXPECT_EQ(lossy("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");
-  EXPECT_EQ(lossy("\xC0\xAF"), r + r);                  // overlong: each byte on its own
-  EXPECT_EQ(lossy("\xED\xA0\x80"), r + r + r);          // surrogate
+  EXPECT_EQ(lossy("\xC0\xAF"), r + r);          // overlong: each byte on its own
+  EXPECT_EQ(lossy("\xED\xA0\x80"), r + r + r);  // surrogate
   EXPECT_EQ(lossy("\xF0\x9F\x98\xF0\x9F\x98\x80"), r + "\xF0\x9F\x98\x80");
   EXPECT_EQ(detail::incomplete_utf8_tail("a\xF0\x9F\x98"), 3u);
   EXPECT_EQ(detail::incomplete_utf8_tail("a\xE2\x82\xAC"), 0u);

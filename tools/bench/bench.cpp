@@ -78,8 +78,7 @@ double generation_speed(Model& m, std::vector<Sequence>& seqs, int n, int depth)
   auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
     m.step(items, logits);
-    for (int b = 0; b < batch; ++b)
-      next[b] = argmax(logits[b]);
+    for (int b = 0; b < batch; ++b) next[b] = argmax(logits[b]);
   }
   return double(n) * batch / seconds_since(t0);
 }
@@ -96,26 +95,36 @@ void add_bench_command(CLI::App& app) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("bench", "Measure prefill (ppN) and decode (tgN) speed, bandwidth, TTFT, RSS");
-  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")->required();
+  auto* cmd = app.add_subcommand(
+      "bench", "Measure prefill (ppN) and decode (tgN) speed, bandwidth, TTFT, RSS");
+  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")
+      ->required();
   cmd->add_option("-p,--prompt", a->prompts, "Prompt lengths for ppN tests (0 = skip)")
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("-n,--gen", a->gen, "Tokens for the tgN test (0 = skip)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("-r,--reps", a->reps,
-                  "Repetitions of each test (each ppN after one untimed run; a test reuses one sequence, as "
-                  "llama-bench reuses its context)")
+  cmd->add_option("-n,--gen", a->gen, "Tokens for the tgN test (0 = skip)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option(
+         "-r,--reps", a->reps,
+         "Repetitions of each test (each ppN after one untimed run; a test reuses one sequence, as "
+         "llama-bench reuses its context)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")->delimiter(',')->capture_default_str();
-  cmd->add_option("-b,--batch", a->batches,
-                  "Sequences decoded together in tgN; a list (1,8) runs each size's repetitions in turn and "
-                  "gives each larger size's speed over size 1's (the median of adjacent repetitions' ratios)")
+  cmd->add_option("-t,--threads", a->threads, "Thread counts to test (0 = one per core)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option(
+         "-b,--batch", a->batches,
+         "Sequences decoded together in tgN; a list (1,8) runs each size's repetitions in turn and "
+         "gives each larger size's speed over size 1's (the median of adjacent repetitions' "
+         "ratios)")
       ->delimiter(',')
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("-d,--depth", a->depth, "Tokens already in the context (prefilled, untimed) before each test")
+  cmd->add_option("-d,--depth", a->depth,
+                  "Tokens already in the context (prefilled, untimed) before each test")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   a->load.add_to(*cmd, false);
@@ -142,35 +151,50 @@ void add_bench_command(CLI::App& app) {
       for (int r = 0; r < a->reps; ++r) ttft.push_back(first_token_seconds());
       if (!a->json) {
         const std::string where =
-            huge < 0 ? "in memory" : "mapped (" + std::to_string(int(huge * 100 + 0.5)) + "% in 2 MiB pages)";
-        std::printf("%s | %s kernels | %d threads | weights %s | %s KV cache | load %.3f s | TTFT (5-token prompt) "
-                    "%.1f ms | %.3f GB weights/token\n",
-                    model->config().summary(model->name()).c_str(), model->isa(), model->threads(), where.c_str(),
-                    model->kv_cache(), load_s, stats(ttft).median * 1e3, gb_per_token);
-        std::printf("%-16s %10s %10s %10s %10s %10s %7s\n", "test", "tok/s", "sd", "median", "GB/s", "read GB/s",
-                    "% read");
+            huge < 0 ? "in memory"
+                     : "mapped (" + std::to_string(int(huge * 100 + 0.5)) + "% in 2 MiB pages)";
+        std::printf(
+            "%s | %s kernels | %d threads | weights %s | %s KV cache | load %.3f s | TTFT (5-token "
+            "prompt) "
+            "%.1f ms | %.3f GB weights/token\n",
+            model->config().summary(model->name()).c_str(), model->isa(), model->threads(),
+            where.c_str(), model->kv_cache(), load_s, stats(ttft).median * 1e3, gb_per_token);
+        std::printf("%-16s %10s %10s %10s %10s %10s %7s\n", "test", "tok/s", "sd", "median", "GB/s",
+                    "read GB/s", "% read");
       }
       // reads: for a decode test, the GB/s of a plain read of the weights just before each
       // repetition, so that each repetition's share of it is taken in the same moment of a
       // shared machine; none for prefill.
-      auto add = [&](const std::string& name, const std::vector<double>& v, const std::vector<double>& reads,
-                     int batch) {
+      auto add = [&](const std::string& name, const std::vector<double>& v,
+                     const std::vector<double>& reads, int batch) {
         const Stats s = stats(v);
         const bool decode = !reads.empty();
         const double gbs = decode ? s.median * gb_per_token / batch : 0;
         std::vector<double> shares;
-        for (size_t r = 0; r < reads.size(); ++r) shares.push_back(v[r] * gb_per_token / batch / reads[r]);
-        const double read = decode ? stats(reads).median : 0, share = decode ? stats(shares).median : 0;
+        for (size_t r = 0; r < reads.size(); ++r)
+          shares.push_back(v[r] * gb_per_token / batch / reads[r]);
+        const double read = decode ? stats(reads).median : 0,
+                     share = decode ? stats(shares).median : 0;
         if (!a->json) {
           std::printf("%-16s %10.2f %10.2f %10.2f", name.c_str(), s.mean, s.sd, s.median);
           decode ? std::printf(" %10.2f %10.2f %6.0f%%\n", gbs, read, 100 * share)
                  : std::printf(" %10s %10s %7s\n", "-", "-", "-");
         }
-        report["tests"].push_back({{"test", name}, {"threads", model->threads()}, {"isa", model->isa()},
-                                   {"tok_s_mean", s.mean}, {"tok_s_sd", s.sd}, {"tok_s_median", s.median},
-                                   {"gb_s", gbs}, {"read_gb_s", read}, {"read_share", share}, {"load_s", load_s},
-                                   {"ttft_ms", stats(ttft).median * 1e3}, {"mmap", options.mmap},
-                                   {"huge_page_share", huge}, {"depth", a->depth}, {"kv_cache", model->kv_cache()},
+        report["tests"].push_back({{"test", name},
+                                   {"threads", model->threads()},
+                                   {"isa", model->isa()},
+                                   {"tok_s_mean", s.mean},
+                                   {"tok_s_sd", s.sd},
+                                   {"tok_s_median", s.median},
+                                   {"gb_s", gbs},
+                                   {"read_gb_s", read},
+                                   {"read_share", share},
+                                   {"load_s", load_s},
+                                   {"ttft_ms", stats(ttft).median * 1e3},
+                                   {"mmap", options.mmap},
+                                   {"huge_page_share", huge},
+                                   {"depth", a->depth},
+                                   {"kv_cache", model->kv_cache()},
                                    {"batch", batch}});
       };
       const std::string at = a->depth ? " @ d" + std::to_string(a->depth) : "";
@@ -189,7 +213,8 @@ void add_bench_command(CLI::App& app) {
         std::vector<std::vector<Sequence>> seqs(sizes);
         std::vector<std::vector<double>> v(sizes), reads(sizes);
         for (size_t i = 0; i < sizes; ++i)
-          for (int b = 0; b < a->batches[i]; ++b) seqs[i].push_back(at_depth(*model, a->depth, a->gen + 1));
+          for (int b = 0; b < a->batches[i]; ++b)
+            seqs[i].push_back(at_depth(*model, a->depth, a->gen + 1));
         for (int r = 0; r < a->reps; ++r)
           for (size_t i = 0; i < sizes; ++i) {
             std::vector<double> read;
@@ -198,7 +223,8 @@ void add_bench_command(CLI::App& app) {
             v[i].push_back(generation_speed(*model, seqs[i], a->gen, a->depth));
           }
         auto name = [&](int batch) {
-          return "tg" + std::to_string(a->gen) + (batch > 1 ? "x" + std::to_string(batch) : "") + at;
+          return "tg" + std::to_string(a->gen) + (batch > 1 ? "x" + std::to_string(batch) : "") +
+                 at;
         };
         const auto one = std::find(a->batches.begin(), a->batches.end(), 1) - a->batches.begin();
         std::string speedups;
@@ -210,7 +236,8 @@ void add_bench_command(CLI::App& app) {
           const double speedup = stats(ratios).median;
           report["tests"].back()["speedup_vs_batch_1"] = speedup;
           char line[160];
-          std::snprintf(line, sizeof line, "%s / %s: %.2fx\n", name(a->batches[i]).c_str(), name(1).c_str(), speedup);
+          std::snprintf(line, sizeof line, "%s / %s: %.2fx\n", name(a->batches[i]).c_str(),
+                        name(1).c_str(), speedup);
           speedups += line;
         }
         if (!a->json) std::printf("%s", speedups.c_str());

@@ -94,15 +94,20 @@ void add_chat_command(CLI::App& app) {
     bool no_think = false, hide_think = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("chat", "Chat with the model; /think and /no_think switch thinking, /exit or Ctrl-D quits, "
-                                         "Ctrl-C stops an answer. Reads turns from stdin when it is not a terminal");
-  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")->required();
+  auto* cmd = app.add_subcommand(
+      "chat",
+      "Chat with the model; /think and /no_think switch thinking, /exit or Ctrl-D quits, "
+      "Ctrl-C stops an answer. Reads turns from stdin when it is not a terminal");
+  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")
+      ->required();
   cmd->add_option("-s,--system", a->system, "System prompt");
   a->sampling.max_tokens = 4096;
   a->sampling.add_to(*cmd);
   cmd->add_flag("--no-think", a->no_think, "Start with Qwen3's thinking mode off");
   cmd->add_flag("--hide-think", a->hide_think, "Do not show the <think> block");
-  cmd->add_option("-c,--ctx", a->ctx, "Context length of the whole conversation")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-c,--ctx", a->ctx, "Context length of the whole conversation")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   a->load.add_to(*cmd);
   cmd->add_flag("-v,--verbose", a->verbose, "Print each turn's prompt token ids and cache reuse");
   cmd->callback([a] {
@@ -119,8 +124,9 @@ void add_chat_command(CLI::App& app) {
     auto messages = nlohmann::ordered_json::array();
     if (!a->system.empty()) messages.push_back({{"role", "system"}, {"content", a->system}});
     bool thinking = !a->no_think;
-    if (tty_in) std::fprintf(stderr, "%s — thinking %s. /think, /no_think, /exit\n",
-                             model->config().summary(model->name()).c_str(), thinking ? "on" : "off");
+    if (tty_in)
+      std::fprintf(stderr, "%s — thinking %s. /think, /no_think, /exit\n",
+                   model->config().summary(model->name()).c_str(), thinking ? "on" : "off");
     std::string line;
     for (;;) {
       if (tty_in) std::fputs(colour ? "\033[1m> \033[0m" : "> ", stdout), std::fflush(stdout);
@@ -141,7 +147,8 @@ void add_chat_command(CLI::App& app) {
       if (a->verbose) {
         std::fprintf(stderr, "[prompt ids:");
         for (TokenId id : ids) std::fprintf(stderr, " %d", id);
-        std::fprintf(stderr, "]\n[reused %zu cached tokens, prefilling %zu]\n", reused, ids.size() - reused);
+        std::fprintf(stderr, "]\n[reused %zu cached tokens, prefilling %zu]\n", reused,
+                     ids.size() - reused);
       }
       Generation g(seq, tokenizer, std::vector<TokenId>(ids.begin() + reused, ids.end()), options);
       ReplyPrinter printer(colour, a->hide_think, thinking);
@@ -153,8 +160,9 @@ void add_chat_command(CLI::App& app) {
       printer.finish();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (a->verbose || interrupted)
-        std::fprintf(stderr, "[%s%d tokens in %.2f s, %.1f tok/s]\n", interrupted ? "stopped: " : "",
-                     g.completion_tokens(), s, g.completion_tokens() / s);
+        std::fprintf(stderr, "[%s%d tokens in %.2f s, %.1f tok/s]\n",
+                     interrupted ? "stopped: " : "", g.completion_tokens(), s,
+                     g.completion_tokens() / s);
       messages.push_back(printer.message());
       cached = ids;
       const auto& gen = g.generated();  // all but the last sampled token went through the model

@@ -1,4 +1,5 @@
-// Hub downloads with libcurl: metadata from the resolve URL's first answer, then resumable, verified transfers.
+// Hub downloads with libcurl: metadata from the resolve URL's first answer, then resumable,
+// verified transfers.
 #include "cli/hub_download.h"
 
 #include <curl/curl.h>
@@ -30,7 +31,8 @@ namespace {
 
 [[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::io, message); }
 
-// Incremental sha256 through OpenSSL's EVP interface (the SHA256_* calls are deprecated in OpenSSL 3).
+// Incremental sha256 through OpenSSL's EVP interface (the SHA256_* calls are deprecated in OpenSSL
+// 3).
 class Sha256 {
  public:
   Sha256() : ctx_(EVP_MD_CTX_new()) { reset(); }
@@ -44,7 +46,8 @@ class Sha256 {
     unsigned n = 0;
     EVP_DigestFinal_ex(ctx_, digest, &n);
     std::string s;
-    for (unsigned i = 0; i < n; ++i) s += {"0123456789abcdef"[digest[i] >> 4], "0123456789abcdef"[digest[i] & 15]};
+    for (unsigned i = 0; i < n; ++i)
+      s += {"0123456789abcdef"[digest[i] >> 4], "0123456789abcdef"[digest[i] & 15]};
     return s;
   }
 
@@ -59,16 +62,17 @@ std::string header(const Headers& h, const std::string& name) {
   return it == h.end() ? "" : it->second;
 }
 
-// One libcurl transfer. Redirects are followed, and the headers of every answer on the way are kept, because
-// the Hub's metadata (X-Repo-Commit, X-Linked-*) is on the first answer, not on the CDN's.
+// One libcurl transfer. Redirects are followed, and the headers of every answer on the way are
+// kept, because the Hub's metadata (X-Repo-Commit, X-Linked-*) is on the first answer, not on the
+// CDN's.
 struct Transfer {
   CURL* curl = curl_easy_init();
   curl_slist* request_headers = nullptr;
   char error[CURL_ERROR_SIZE] = {};
   std::vector<long> statuses;
   std::vector<Headers> responses;
-  std::function<bool(long status)> headers_done;        // after each answer's headers; false aborts
-  std::function<bool(const char*, size_t)> body;        // the final answer's body; false aborts
+  std::function<bool(long status)> headers_done;  // after each answer's headers; false aborts
+  std::function<bool(const char*, size_t)> body;  // the final answer's body; false aborts
 
   Transfer(const HubEndpoint& hub, const std::string& url) {
     if (!curl) fail("libcurl could not start a transfer");
@@ -85,10 +89,11 @@ struct Transfer {
     curl_easy_setopt(curl, CURLOPT_HEADERDATA, this);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::on_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, this);
-    // libcurl (>= 7.58) drops a custom Authorization header when a redirect leaves the original host,
-    // so the token reaches the Hub but not the CDN, as with huggingface_hub.
+    // libcurl (>= 7.58) drops a custom Authorization header when a redirect leaves the original
+    // host, so the token reaches the Hub but not the CDN, as with huggingface_hub.
     if (!hub.token.empty()) {
-      request_headers = curl_slist_append(request_headers, ("Authorization: Bearer " + hub.token).c_str());
+      request_headers =
+          curl_slist_append(request_headers, ("Authorization: Bearer " + hub.token).c_str());
       curl_easy_setopt(curl, CURLOPT_HTTPHEADER, request_headers);
     }
   }
@@ -131,11 +136,14 @@ std::string resolve_url(const HubEndpoint& hub, const std::string& repo, const s
   return hub.url + "/" + repo + "/resolve/main/" + file;
 }
 
-// An etag or commit becomes a file or folder name, so it must not be able to climb out of the cache.
-std::string checked_name(const std::string& value, const std::string& what, const std::string& url) {
-  const bool ok = !value.empty() && value.find_first_not_of("0123456789abcdefABCDEF"
-                                                            "ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ-_") ==
-                                        std::string::npos;
+// An etag or commit becomes a file or folder name, so it must not be able to climb out of the
+// cache.
+std::string checked_name(const std::string& value, const std::string& what,
+                         const std::string& url) {
+  const bool ok =
+      !value.empty() && value.find_first_not_of(
+                            "0123456789abcdefABCDEF"
+                            "ghijklmnopqrstuvwxyzGHIJKLMNOPQRSTUVWXYZ-_") == std::string::npos;
   if (!ok) fail(url + ": unexpected " + what + " '" + value + "'");
   return value;
 }
@@ -151,7 +159,8 @@ uint64_t parse_size(const std::string& value, const std::string& url) {
 // ETag: W/"abc" or "abc" -> abc.
 std::string unquote_etag(std::string etag) {
   if (etag.rfind("W/", 0) == 0) etag.erase(0, 2);
-  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') etag = etag.substr(1, etag.size() - 2);
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"')
+    etag = etag.substr(1, etag.size() - 2);
   return etag;
 }
 
@@ -162,11 +171,12 @@ void hash_file(const fs::path& path, Sha256& sha) {
     sha.update(buffer.data(), static_cast<size_t>(in.gcount()));
 }
 
-// Appends the rest of the file to `part` (which holds `have` bytes), asking for them with a Range request.
-// A server that ignores the range answers 200 with the whole file: then the partial data is dropped and the
-// download starts over.
-void receive(const HubEndpoint& hub, const std::string& repo, const std::string& file, const HubFileInfo& info,
-             const fs::path& part, uint64_t& have, Sha256& sha, PullProgress& progress) {
+// Appends the rest of the file to `part` (which holds `have` bytes), asking for them with a Range
+// request. A server that ignores the range answers 200 with the whole file: then the partial data
+// is dropped and the download starts over.
+void receive(const HubEndpoint& hub, const std::string& repo, const std::string& file,
+             const HubFileInfo& info, const fs::path& part, uint64_t& have, Sha256& sha,
+             PullProgress& progress) {
   std::FILE* out = std::fopen(part.c_str(), have ? "ab" : "wb");
   if (!out) fail("cannot write " + part.string() + ": " + std::strerror(errno));
   const std::string url = resolve_url(hub, repo, file);
@@ -194,17 +204,21 @@ void receive(const HubEndpoint& hub, const std::string& repo, const std::string&
     return have <= info.size;  // a body longer than announced is refused by the size check below
   };
   const CURLcode code = t.perform();
-  if ((out && std::fclose(out) != 0) || write_failed) fail("cannot write " + part.string() + ": " + std::strerror(errno));
-  if (t.status() == 416) fs::remove(part);  // the partial file no longer fits the blob; start over next time
-  if (t.status() >= 400) fail(repo + ": " + file + ": HTTP " + std::to_string(t.status()) + " from " + url);
+  if ((out && std::fclose(out) != 0) || write_failed)
+    fail("cannot write " + part.string() + ": " + std::strerror(errno));
+  if (t.status() == 416)
+    fs::remove(part);  // the partial file no longer fits the blob; start over next time
+  if (t.status() >= 400)
+    fail(repo + ": " + file + ": HTTP " + std::to_string(t.status()) + " from " + url);
   if (code != CURLE_OK && have <= info.size)
     fail(repo + ": " + file + ": download interrupted after " + std::to_string(have) + " of " +
          std::to_string(info.size) + " bytes (" + t.message(code) + "); run `qwen3 pull " + repo +
          "` again to resume");
 }
 
-// An exclusive flock on <hub_cache>/.locks/models--owner--name/<etag>.lock, the lock huggingface_hub takes (its
-// filelock uses flock too), so two downloads of one blob never interleave their writes into one .incomplete file.
+// An exclusive flock on <hub_cache>/.locks/models--owner--name/<etag>.lock, the lock
+// huggingface_hub takes (its filelock uses flock too), so two downloads of one blob never
+// interleave their writes into one .incomplete file.
 class BlobLock {
  public:
   BlobLock(const fs::path& repo_dir, const std::string& etag, const std::string& what) {
@@ -225,9 +239,10 @@ class BlobLock {
   int fd_ = -1;
 };
 
-// Downloads into blobs/<etag>.incomplete, resuming what an earlier run left there, then verifies and renames it.
-void download(const HubEndpoint& hub, const std::string& repo, const std::string& file, const HubFileInfo& info,
-              const fs::path& blob, PullProgress& progress) {
+// Downloads into blobs/<etag>.incomplete, resuming what an earlier run left there, then verifies
+// and renames it.
+void download(const HubEndpoint& hub, const std::string& repo, const std::string& file,
+              const HubFileInfo& info, const fs::path& blob, PullProgress& progress) {
   fs::create_directories(blob.parent_path());
   const BlobLock lock(blob.parent_path().parent_path(), info.etag, repo + ": " + file);
   const fs::path part = blob.string() + ".incomplete";
@@ -239,7 +254,8 @@ void download(const HubEndpoint& hub, const std::string& repo, const std::string
   Sha256 sha;
   if (have) hash_file(part, sha);
   progress.started(file, have, info.size);
-  if (have < info.size || !fs::exists(part)) receive(hub, repo, file, info, part, have, sha, progress);
+  if (have < info.size || !fs::exists(part))
+    receive(hub, repo, file, info, part, have, sha, progress);
   std::string problem;
   if (have != info.size)
     problem = "size " + std::to_string(have) + " bytes, expected " + std::to_string(info.size);
@@ -263,10 +279,12 @@ void link_snapshot(const fs::path& link, const fs::path& blob) {
   fs::create_symlink(target, link);
 }
 
-// Shard names come from a downloaded file and become paths; like the loader, accept plain file names only.
+// Shard names come from a downloaded file and become paths; like the loader, accept plain file
+// names only.
 void check_shard_name(const std::string& repo, const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
-    fail(repo + ": model.safetensors.index.json names a shard '" + name + "' that is not a plain file name");
+    fail(repo + ": model.safetensors.index.json names a shard '" + name +
+         "' that is not a plain file name");
 }
 
 }  // namespace
@@ -283,30 +301,36 @@ bool is_sha256(const std::string& s) {
   return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
-std::optional<HubFileInfo> hub_file_info(const HubEndpoint& hub, const std::string& repo, const std::string& file) {
+std::optional<HubFileInfo> hub_file_info(const HubEndpoint& hub, const std::string& repo,
+                                         const std::string& file) {
   const std::string url = resolve_url(hub, repo, file);
   Transfer t(hub, url);
   curl_easy_setopt(t.curl, CURLOPT_NOBODY, 1L);
-  if (const CURLcode code = t.perform(); code != CURLE_OK) fail("cannot reach " + hub.url + ": " + t.message(code));
+  if (const CURLcode code = t.perform(); code != CURLE_OK)
+    fail("cannot reach " + hub.url + ": " + t.message(code));
   const long status = t.status();
   const std::string http = " (HTTP " + std::to_string(status) + ")";
-  if (status == 404 && header(t.responses.back(), "x-error-code") != "RepoNotFound") return std::nullopt;
+  if (status == 404 && header(t.responses.back(), "x-error-code") != "RepoNotFound")
+    return std::nullopt;
   // The Hub answers 401 for a repo that does not exist, or that is private to someone else.
   if (status == 401 || status == 404)
     fail(repo + ": not found on " + hub.url + http +
          (status == 401 && hub.token.empty() ? "; if it is private, set HF_TOKEN" : ""));
   if (status == 403)
-    fail(repo + ": access denied on " + hub.url + http + "; a gated repo needs HF_TOKEN from an account with access");
+    fail(repo + ": access denied on " + hub.url + http +
+         "; a gated repo needs HF_TOKEN from an account with access");
   if (status >= 400) fail(repo + ": " + file + ": HTTP " + std::to_string(status) + " from " + url);
   for (const Headers& h : t.responses) {
     const std::string linked_etag = header(h, "x-linked-etag");
     const std::string etag = unquote_etag(linked_etag.empty() ? header(h, "etag") : linked_etag);
-    if (etag.empty()) continue;  // e.g. a redirect of a renamed repo: the metadata comes on a later answer
+    if (etag.empty())
+      continue;  // e.g. a redirect of a renamed repo: the metadata comes on a later answer
     const std::string commit = header(h, "x-repo-commit");
     if (commit.empty()) fail(url + ": no X-Repo-Commit header; is HF_ENDPOINT a Hugging Face Hub?");
     const std::string linked_size = header(h, "x-linked-size");
-    return HubFileInfo{checked_name(commit, "commit", url), checked_name(etag, "etag", url),
-                       parse_size(linked_size.empty() ? header(h, "content-length") : linked_size, url)};
+    return HubFileInfo{
+        checked_name(commit, "commit", url), checked_name(etag, "etag", url),
+        parse_size(linked_size.empty() ? header(h, "content-length") : linked_size, url)};
   }
   fail(url + ": no ETag header; is HF_ENDPOINT a Hugging Face Hub?");
 }
@@ -332,8 +356,8 @@ fs::path hub_pull(const HubEndpoint& hub, const std::string& repo, PullProgress&
   auto fetch = [&](const std::string& file, const HubFileInfo& info) {
     if (commit.empty()) commit = info.commit;
     if (info.commit != commit)
-      fail(repo + ": changed on " + hub.url + " during the pull (commit " + commit + ", then " + info.commit +
-           "); run `qwen3 pull " + repo + "` again");
+      fail(repo + ": changed on " + hub.url + " during the pull (commit " + commit + ", then " +
+           info.commit + "); run `qwen3 pull " + repo + "` again");
     hub_fetch(hub, repo, file, info, progress);
   };
   auto fetch_required = [&](const std::string& file) {
@@ -343,7 +367,8 @@ fs::path hub_pull(const HubEndpoint& hub, const std::string& repo, PullProgress&
   };
   fetch_required("config.json");
   // The engine samples with its defaults when a model has no generation_config.json.
-  if (auto info = hub_file_info(hub, repo, "generation_config.json")) fetch("generation_config.json", *info);
+  if (auto info = hub_file_info(hub, repo, "generation_config.json"))
+    fetch("generation_config.json", *info);
   fetch_required("tokenizer.json");
   fetch_required("tokenizer_config.json");
   const fs::path snapshot = hub_repo_dir(repo) / "snapshots" / commit;
@@ -355,7 +380,8 @@ fs::path hub_pull(const HubEndpoint& hub, const std::string& repo, PullProgress&
     try {
       std::ifstream in(snapshot / "model.safetensors.index.json");
       const auto index = nlohmann::json::parse(in);
-      for (auto& [tensor, shard] : index.at("weight_map").items()) shards.insert(shard.get<std::string>());
+      for (auto& [tensor, shard] : index.at("weight_map").items())
+        shards.insert(shard.get<std::string>());
     } catch (const nlohmann::json::exception& e) {
       fail(repo + ": model.safetensors.index.json: " + e.what());
     }
@@ -365,7 +391,8 @@ fs::path hub_pull(const HubEndpoint& hub, const std::string& repo, PullProgress&
     }
   }
   fs::create_directories(hub_repo_dir(repo) / "refs");
-  std::ofstream(hub_repo_dir(repo) / "refs" / "main", std::ios::binary) << commit;  // no newline, as huggingface_hub
+  std::ofstream(hub_repo_dir(repo) / "refs" / "main", std::ios::binary)
+      << commit;  // no newline, as huggingface_hub
   return snapshot;
 }
 

@@ -5,27 +5,34 @@ namespace qwen3::cli {
 
 void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   if (with_threads) cmd.add_option("-t,--threads", options.threads, "Threads (0 = one per core)");
-  add_enum_option(cmd, "--isa", options.isa, {Isa::automatic, Isa::amx, Isa::avx512, Isa::avx2, Isa::scalar},
-                  "Kernels: auto, amx, avx512, avx2, scalar. amx: bf16 weights' products on AMX tiles (Intel "
-                  "Sapphire Rapids and later; exact with f32 activations): faster prompts, slower decode");
+  add_enum_option(
+      cmd, "--isa", options.isa, {Isa::automatic, Isa::amx, Isa::avx512, Isa::avx2, Isa::scalar},
+      "Kernels: auto, amx, avx512, avx2, scalar. amx: bf16 weights' products on AMX tiles (Intel "
+      "Sapphire Rapids and later; exact with f32 activations): faster prompts, slower decode");
   add_enum_option(cmd, "--quant", options.quant, {WeightQuant::q8, WeightQuant::q4},
                   "Quantize float weights at load time: q8 or q4 (MoE routers stay in float)")
       ->default_str("");
-  cmd.add_flag("--keep-head", options.keep_head, "With --quant: keep embed_tokens and lm_head in their file dtype");
-  add_enum_option(cmd, "--kv-cache", options.kv_cache,
-                  {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16},
-                  "KV cache element type: f32 (exact), f16 (half the memory and attention reads: faster decode at "
-                  "long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
-                  "AVX512_BF16 dot products; needs --activations bf16), or auto: bf16 with --activations bf16, "
-                  "else f16 for q8/q4 weights (lost in their quantization error), f32 for float ones");
-  add_enum_option(cmd, "--activations", options.activations, {Activations::f32, Activations::bf16},
-                  "How bf16 weights' products take their input: f32 (exact), or bf16 (rounded, as llama.cpp "
-                  "does, for AVX512_BF16 dot products: faster prompts, logits move by up to about 0.2; "
-                  "needs a CPU with AVX512_BF16)");
+  cmd.add_flag("--keep-head", options.keep_head,
+               "With --quant: keep embed_tokens and lm_head in their file dtype");
+  add_enum_option(
+      cmd, "--kv-cache", options.kv_cache,
+      {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16},
+      "KV cache element type: f32 (exact), f16 (half the memory and attention reads: faster decode "
+      "at "
+      "long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
+      "AVX512_BF16 dot products; needs --activations bf16), or auto: bf16 with --activations bf16, "
+      "else f16 for q8/q4 weights (lost in their quantization error), f32 for float ones");
+  add_enum_option(
+      cmd, "--activations", options.activations, {Activations::f32, Activations::bf16},
+      "How bf16 weights' products take their input: f32 (exact), or bf16 (rounded, as llama.cpp "
+      "does, for AVX512_BF16 dot products: faster prompts, logits move by up to about 0.2; "
+      "needs a CPU with AVX512_BF16)");
   cmd.add_flag_callback(
       "--no-mmap", [this] { options.mmap = false; },
-      "Read the weights into huge-page memory instead of mapping the file: slower start; faster decode "
-      "where the page cache holds the file in 4 KiB pages (bench prints the share in 2 MiB pages) or "
+      "Read the weights into huge-page memory instead of mapping the file: slower start; faster "
+      "decode "
+      "where the page cache holds the file in 4 KiB pages (bench prints the share in 2 MiB pages) "
+      "or "
       "its memory is slower (some VMs: compare bench with and without it)");
 }
 

@@ -4,8 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <initializer_list>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "qwen3/model.h"
 
@@ -14,15 +14,17 @@ namespace qwen3::cli {
 // An option taking one of an enum's names (as qwen3::to_string writes them): any other value is
 // refused with the list of accepted ones.
 template <class E>
-CLI::Option* add_enum_option(CLI::App& cmd, const std::string& name, E& value, std::initializer_list<E> choices,
-                             const std::string& help) {
+CLI::Option* add_enum_option(CLI::App& cmd, const std::string& name, E& value,
+                             std::initializer_list<E> choices, const std::string& help) {
   std::vector<std::string> names;
   for (E e : choices) names.push_back(to_string(e));
   auto set = [&value, choices = std::vector<E>(choices)](const std::string& given) {
     for (E e : choices)
       if (given == to_string(e)) value = e;
   };
-  return cmd.add_option_function<std::string>(name, set, help)->check(CLI::IsMember(names))->default_str(to_string(value));
+  return cmd.add_option_function<std::string>(name, set, help)
+      ->check(CLI::IsMember(names))
+      ->default_str(to_string(value));
 }
 
 struct LoadFlags {

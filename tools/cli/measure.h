@@ -13,7 +13,9 @@ namespace qwen3::cli {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The process's peak resident set size in bytes.
 inline double peak_rss_bytes() {
@@ -28,7 +30,8 @@ inline double peak_rss_bytes() {
 inline double huge_page_share(const std::filesystem::path& dir) {
   std::set<std::string> files;  // as smaps names them: symlinks (a Hub snapshot's) resolved
   for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors") files.insert(std::filesystem::canonical(e.path()).string());
+    if (e.path().extension() == ".safetensors")
+      files.insert(std::filesystem::canonical(e.path()).string());
   std::ifstream smaps("/proc/self/smaps");
   double rss = 0, pmd = 0;
   bool weights = false;

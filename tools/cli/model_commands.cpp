@@ -4,17 +4,17 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/json_input.h"
 #include "cli/load_flags.h"
 #include "cli/model_path.h"
 #include "cli/verify_chat.h"
 #include "cli/verify_model.h"
 #include "cli/verify_tokenizer.h"
 #include "qwen3/chat.h"
-#include "qwen3/tokenizer.h"
-#include "cli/json_input.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
 #include "qwen3/sampler.h"
+#include "qwen3/tokenizer.h"
 
 namespace qwen3::cli {
 
@@ -49,15 +49,19 @@ void add_generate_command(CLI::App& app) {
     LoadFlags load;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("generate", "Greedy generation from token ids; prints the new ids");
+  auto* cmd =
+      app.add_subcommand("generate", "Greedy generation from token ids; prints the new ids");
   cmd->add_option("model", args->model, "Model folder")->required();
-  cmd->add_option("--ids", args->ids, "Prompt token ids, comma-separated (e.g. 785,6722,315,9625,374)")->required();
+  cmd->add_option("--ids", args->ids,
+                  "Prompt token ids, comma-separated (e.g. 785,6722,315,9625,374)")
+      ->required();
   cmd->add_option("-n,--max-tokens", args->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
   args->load.add_to(*cmd);
   cmd->callback([args] {
     auto prompt = parse_ids(args->ids);
     auto model = Model::load(resolve_model(args->model), args->load.options);
-    Sequence seq(*model, std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
+    Sequence seq(*model,
+                 std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
     std::vector<TokenId> next = prompt;
     std::vector<std::vector<float>> step_logits;
     for (int i = 0; i < args->n; ++i) {
@@ -79,9 +83,13 @@ void add_verify_command(CLI::App& app) {
     LoadFlags load;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("verify", "Check the engine against a reference file (fixture format); exit 1 on any mismatch");
+  auto* cmd = app.add_subcommand(
+      "verify",
+      "Check the engine against a reference file (fixture format); exit 1 on any mismatch");
   cmd->add_option("model", args->model, "Model folder")->required();
-  cmd->add_option("reference", args->reference, "Reference JSON (model logits, tokenizer or chat-template cases)")->required();
+  cmd->add_option("reference", args->reference,
+                  "Reference JSON (model logits, tokenizer or chat-template cases)")
+      ->required();
   cmd->add_option("--tol", args->tol, "Largest allowed |logit error|")->check(CLI::PositiveNumber);
   args->load.add_to(*cmd);
   cmd->callback([args] {
@@ -91,17 +99,20 @@ void add_verify_command(CLI::App& app) {
     int rc = 0;
     if (ref.is_object() && (ref.contains("encode") || ref.contains("decode"))) {
       rc = verify_tokenizer_reference(Tokenizer::load(dir), ref, stdout);
-    } else if (ref.is_object() && ref.contains("cases") && ref["cases"].is_array() && !ref["cases"].empty() &&
-               ref["cases"][0].contains("rendered")) {
+    } else if (ref.is_object() && ref.contains("cases") && ref["cases"].is_array() &&
+               !ref["cases"].empty() && ref["cases"][0].contains("rendered")) {
       auto ordered = read_ordered_json_file(args->reference);  // keep key order for tojson
       auto tokenizer = Tokenizer::load(dir);
       rc = verify_chat_reference(ChatTemplate::load(dir), ordered, stdout, &tokenizer);
     } else if (ref.is_object() && ref.contains("cases")) {
       auto model = Model::load(dir, args->load.options);
-      std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(), model->isa(), model->threads());
+      std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(),
+                  model->isa(), model->threads());
       rc = verify_model_reference(*model, ref, args->tol, stdout);
     } else {
-      throw Error(ErrorKind::format, args->reference + ": not a reference file (no \"cases\", \"encode\" or \"decode\")");
+      throw Error(
+          ErrorKind::format,
+          args->reference + ": not a reference file (no \"cases\", \"encode\" or \"decode\")");
     }
     if (rc) throw CLI::RuntimeError(rc);
   });

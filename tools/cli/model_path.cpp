@@ -27,10 +27,13 @@ bool is_hub_id(const std::string& arg) {
   const auto slash = arg.find('/');
   if (slash == std::string::npos || slash != arg.rfind('/')) return false;
   const std::string owner = arg.substr(0, slash), name = arg.substr(slash + 1);
-  // Hub names use these characters only; a leading '.' would make the id a relative path (or ".." in a URL).
+  // Hub names use these characters only; a leading '.' would make the id a relative path (or ".."
+  // in a URL).
   auto ok = [](const std::string& part) {
     return !part.empty() && part[0] != '.' &&
-           part.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos;
+           part.find_first_not_of(
+               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+               std::string::npos;
   };
   return ok(owner) && ok(name);
 }
@@ -45,10 +48,11 @@ fs::path resolve_model(const std::string& arg) {
   fs::path newest;
   if (fs::is_directory(repo / "snapshots"))
     for (auto& e : fs::directory_iterator(repo / "snapshots"))
-      if (e.is_directory() && (newest.empty() || e.last_write_time() > fs::last_write_time(newest))) newest = e.path();
+      if (e.is_directory() && (newest.empty() || e.last_write_time() > fs::last_write_time(newest)))
+        newest = e.path();
   if (newest.empty())
-    throw Error(ErrorKind::io, arg + ": not a folder, and not in the Hugging Face cache (" + repo.string() +
-                                   "); download it with `qwen3 pull " + arg + "`");
+    throw Error(ErrorKind::io, arg + ": not a folder, and not in the Hugging Face cache (" +
+                                   repo.string() + "); download it with `qwen3 pull " + arg + "`");
   return newest;
 }
 

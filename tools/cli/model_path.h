@@ -13,7 +13,8 @@ std::filesystem::path hub_cache();
 // The cache folder of a repo id: <hub_cache>/models--Qwen--Qwen3-0.6B.
 std::filesystem::path hub_repo_dir(const std::string& repo_id);
 
-// True for an "owner/name" Hub id: one slash, letters, digits, - _ . and no part starting with a dot.
+// True for an "owner/name" Hub id: one slash, letters, digits, - _ . and no part starting with a
+// dot.
 bool is_hub_id(const std::string& arg);
 
 // A folder as given, or the snapshot of a Hub id (refs/main, else the only/newest snapshot).

@@ -1,5 +1,6 @@
-// `qwen3 pull Qwen/Qwen3-0.6B`: download a model from the Hugging Face Hub into the standard Hub cache.
-// Progress goes to stderr (a bar on a terminal, one line per file otherwise); the snapshot folder to stdout.
+// `qwen3 pull Qwen/Qwen3-0.6B`: download a model from the Hugging Face Hub into the standard Hub
+// cache. Progress goes to stderr (a bar on a terminal, one line per file otherwise); the snapshot
+// folder to stdout.
 #include <unistd.h>
 
 #include <chrono>
@@ -40,14 +41,16 @@ class Reporter : public PullProgress {
 
   void cached(const std::string& file, uint64_t size) override {
     ++cached_files;
-    std::fprintf(stderr, "  %-34s %10s  already in the cache\n", file.c_str(), human_bytes(size).c_str());
+    std::fprintf(stderr, "  %-34s %10s  already in the cache\n", file.c_str(),
+                 human_bytes(size).c_str());
   }
   void started(const std::string& file, uint64_t from, uint64_t size) override {
     file_ = file, from_ = from, size_ = size, start_ = Clock::now(), drawn_ = {};
     if (tty_) draw(from);
   }
   void advanced(uint64_t done) override {
-    // Redrawing on every 16 kB chunk would cost more than the download; ten frames a second is enough.
+    // Redrawing on every 16 kB chunk would cost more than the download; ten frames a second is
+    // enough.
     if (tty_ && Clock::now() - drawn_ >= std::chrono::milliseconds(100)) draw(done);
   }
   void finished(const std::string& file) override {
@@ -59,8 +62,9 @@ class Reporter : public PullProgress {
       std::fputc('\n', stderr);
       bar_open_ = false;
     } else {
-      std::fprintf(stderr, "  %-34s %10s  downloaded in %.1f s (%s)%s\n", file.c_str(), human_bytes(size_).c_str(), s,
-                   rate.c_str(), from_ ? (", resumed at " + human_bytes(from_)).c_str() : "");
+      std::fprintf(stderr, "  %-34s %10s  downloaded in %.1f s (%s)%s\n", file.c_str(),
+                   human_bytes(size_).c_str(), s, rate.c_str(),
+                   from_ ? (", resumed at " + human_bytes(from_)).c_str() : "");
     }
   }
 
@@ -74,8 +78,8 @@ class Reporter : public PullProgress {
     const std::string amount = human_bytes(done) + " / " + human_bytes(size_);
     const std::string rate = s > 0.2 ? human_bytes((done - from_) / s) + "/s" : "";
     // \r rewrites the line in place; \033[K clears what a longer previous frame left behind.
-    std::fprintf(stderr, "\r  %-34s [%s] %3.0f%%  %s  %s\033[K", file_.c_str(), bar.c_str(), frac * 100, amount.c_str(),
-                 rate.c_str());
+    std::fprintf(stderr, "\r  %-34s [%s] %3.0f%%  %s  %s\033[K", file_.c_str(), bar.c_str(),
+                 frac * 100, amount.c_str(), rate.c_str());
     std::fflush(stderr);
     drawn_ = Clock::now();
     bar_open_ = true;
@@ -92,22 +96,28 @@ class Reporter : public PullProgress {
 void add_pull_command(CLI::App& app) {
   auto repo = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand(
-      "pull", "Download a model from the Hugging Face Hub into its cache (resumable, sha256-verified)");
+      "pull",
+      "Download a model from the Hugging Face Hub into its cache (resumable, sha256-verified)");
   cmd->add_option("repo", *repo, "Hub id, e.g. Qwen/Qwen3-0.6B")->required();
   cmd->footer(
-      "Files: config.json, generation_config.json, tokenizer.json, tokenizer_config.json and model.safetensors\n"
-      "(or model.safetensors.index.json and its shards), from main. Interrupted downloads resume on the next pull;\n"
+      "Files: config.json, generation_config.json, tokenizer.json, tokenizer_config.json and "
+      "model.safetensors\n"
+      "(or model.safetensors.index.json and its shards), from main. Interrupted downloads resume "
+      "on the next pull;\n"
       "files already in the cache are not downloaded again. Then `qwen3 run <repo> ...` finds it.\n"
-      "Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (private or gated repos),\n"
+      "Environment: HF_ENDPOINT (default https://huggingface.co), HF_TOKEN (private or gated "
+      "repos),\n"
       "HF_HUB_CACHE or HF_HOME (the cache: $HF_HOME/hub, default ~/.cache/huggingface/hub).");
   cmd->callback([repo] {
-    if (!is_hub_id(*repo)) throw Error(ErrorKind::invalid_argument, *repo + ": not a Hub id such as Qwen/Qwen3-0.6B");
+    if (!is_hub_id(*repo))
+      throw Error(ErrorKind::invalid_argument, *repo + ": not a Hub id such as Qwen/Qwen3-0.6B");
     const HubEndpoint hub = HubEndpoint::from_env();
     std::fprintf(stderr, "Pulling %s from %s into %s\n", repo->c_str(), hub.url.c_str(),
                  hub_repo_dir(*repo).string().c_str());
     Reporter reporter(isatty(STDERR_FILENO));
     const auto snapshot = hub_pull(hub, *repo, reporter);
-    std::fprintf(stderr, "Done: %d downloaded, %d already in the cache. Try: qwen3 run %s \"Hello\"\n",
+    std::fprintf(stderr,
+                 "Done: %d downloaded, %d already in the cache. Try: qwen3 run %s \"Hello\"\n",
                  reporter.downloaded, reporter.cached_files, repo->c_str());
     std::printf("%s\n", snapshot.c_str());
   });

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <future>
 #include <cstdio>
+#include <future>
 #include <iostream>
 #include <iterator>
 
@@ -50,14 +50,22 @@ void add_run_command(CLI::App& app) {
     bool chat = false, no_think = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("run", "Complete a prompt, streaming the output, then print timings");
-  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache (Qwen/Qwen3-0.6B)")->required();
+  auto* cmd =
+      app.add_subcommand("run", "Complete a prompt, streaming the output, then print timings");
+  cmd->add_option("model", a->model,
+                  "Model folder, or a Hub id in the Hugging Face cache (Qwen/Qwen3-0.6B)")
+      ->required();
   cmd->add_option("prompt", a->prompt, "Prompt text; - reads it from stdin")->required();
   a->sampling.add_to(*cmd);
-  cmd->add_option("--show-probs", a->show_probs, "Show the K most likely next tokens at each step (1..20)")->check(CLI::Range(0, 20));
-  cmd->add_flag("--chat", a->chat, "Wrap the prompt as a user message with the model's chat template");
+  cmd->add_option("--show-probs", a->show_probs,
+                  "Show the K most likely next tokens at each step (1..20)")
+      ->check(CLI::Range(0, 20));
+  cmd->add_flag("--chat", a->chat,
+                "Wrap the prompt as a user message with the model's chat template");
   cmd->add_flag("--no-think", a->no_think, "With --chat: turn Qwen3's thinking mode off");
-  cmd->add_option("-c,--ctx", a->ctx, "Context length (prompt + output), capped by the model")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-c,--ctx", a->ctx, "Context length (prompt + output), capped by the model")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   a->load.add_to(*cmd);
   cmd->add_flag("-v,--verbose", a->verbose, "Print the sampling settings and prompt token ids");
   cmd->callback([a] {
@@ -82,17 +90,20 @@ void add_run_command(CLI::App& app) {
       ids = tokenizer.encode(a->prompt);
     }
     Sequence seq(*model, std::min(a->ctx, model->config().max_position_embeddings));
-    Generation g(seq, tokenizer, ids, options);  // checks the prompt fits before anything is printed
+    Generation g(seq, tokenizer, ids,
+                 options);  // checks the prompt fits before anything is printed
     std::fprintf(stderr, "Model:  %s\n", model->config().summary(model->name()).c_str());
     std::fprintf(stderr, "Prompt: %s\n", a->prompt.c_str());
     if (a->verbose) {
       std::fprintf(stderr, "        %zu tokens:", ids.size());
       for (TokenId id : ids) std::fprintf(stderr, " %d", id);
       const auto& s = options.sampling;
-      std::fprintf(stderr, "\nSampling: temperature %g, top_k %d, top_p %g, min_p %g, repetition_penalty %g, "
-                           "presence_penalty %g, frequency_penalty %g, seed %llu, max_tokens %d\n",
-                   s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.presence_penalty,
-                   s.frequency_penalty, static_cast<unsigned long long>(s.seed), options.max_tokens);
+      std::fprintf(
+          stderr,
+          "\nSampling: temperature %g, top_k %d, top_p %g, min_p %g, repetition_penalty %g, "
+          "presence_penalty %g, frequency_penalty %g, seed %llu, max_tokens %d\n",
+          s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.presence_penalty,
+          s.frequency_penalty, static_cast<unsigned long long>(s.seed), options.max_tokens);
       std::fprintf(stderr, "Kernels: %s, %d threads\n", model->isa(), model->threads());
     }
     std::fprintf(stderr, "------------------------------------------------------------\n");
@@ -107,7 +118,8 @@ void add_run_command(CLI::App& app) {
       std::fputs(t.text.c_str(), stdout);
       std::fflush(stdout);
       if (a->show_probs) {
-        std::string row = "  step " + std::to_string(step) + ": " + show_token(tokenizer, t.id) + " <- ";
+        std::string row =
+            "  step " + std::to_string(step) + ": " + show_token(tokenizer, t.id) + " <- ";
         for (size_t i = 0; i < t.top.size(); ++i) {
           char prob[32];
           std::snprintf(prob, sizeof prob, " %.4f", t.top[i].prob);
@@ -123,10 +135,13 @@ void add_run_command(CLI::App& app) {
     const double decode_s = total_s - first_s;
     std::fprintf(stderr, "------------------------------------------------------------\n");
     std::fprintf(stderr, "Stopped: %s after %d tokens\n", stop_description(g.finish_reason()), n);
-    std::fprintf(stderr, "Time:    load %.3f s | prefill %d tokens, first token %.0f ms (%.1f tok/s) | decode %d tokens %.3f s (%.1f tok/s) | total %.3f s\n",
-                 load_s, p, first_s * 1e3, p / first_s, n > 1 ? n - 1 : 0, decode_s, n > 1 ? (n - 1) / decode_s : 0.0,
-                 load_s + total_s);
-    std::fprintf(stderr, "Memory:  peak RSS %.2f GB, KV cache %.1f MB\n", peak_rss_bytes() / 1e9, seq.bytes() / 1e6);
+    std::fprintf(stderr,
+                 "Time:    load %.3f s | prefill %d tokens, first token %.0f ms (%.1f tok/s) | "
+                 "decode %d tokens %.3f s (%.1f tok/s) | total %.3f s\n",
+                 load_s, p, first_s * 1e3, p / first_s, n > 1 ? n - 1 : 0, decode_s,
+                 n > 1 ? (n - 1) / decode_s : 0.0, load_s + total_s);
+    std::fprintf(stderr, "Memory:  peak RSS %.2f GB, KV cache %.1f MB\n", peak_rss_bytes() / 1e9,
+                 seq.bytes() / 1e6);
   });
 }
 

@@ -6,19 +6,25 @@
 namespace qwen3::cli {
 
 void SamplingFlags::add_to(CLI::App& cmd) {
-  cmd.add_option("-n,--max-tokens", max_tokens, "New tokens at most")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd.add_option("--temp,--temperature", temperature, "Temperature; 0 = greedy (default: generation_config.json)");
+  cmd.add_option("-n,--max-tokens", max_tokens, "New tokens at most")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--temp,--temperature", temperature,
+                 "Temperature; 0 = greedy (default: generation_config.json)");
   cmd.add_option("--top-k", top_k, "Keep the k most likely tokens; 0 = off");
   cmd.add_option("--top-p", top_p, "Nucleus: smallest set reaching probability p, in (0, 1]");
   cmd.add_option("--min-p", min_p, "Drop tokens below min_p x the best token's probability");
-  cmd.add_option("--repeat-penalty", repetition_penalty, "Repetition penalty (Hugging Face), 1 = off");
+  cmd.add_option("--repeat-penalty", repetition_penalty,
+                 "Repetition penalty (Hugging Face), 1 = off");
   cmd.add_option("--presence-penalty", presence_penalty, "Presence penalty (OpenAI), in [-2, 2]");
-  cmd.add_option("--frequency-penalty", frequency_penalty, "Frequency penalty (OpenAI), in [-2, 2]");
+  cmd.add_option("--frequency-penalty", frequency_penalty,
+                 "Frequency penalty (OpenAI), in [-2, 2]");
   cmd.add_option("--seed", seed, "Random seed (default: random); the same seed repeats a run");
   cmd.add_option("--stop", stop, "Stop string (repeatable); generation ends before it");
 }
 
-GenerationOptions SamplingFlags::options(const std::filesystem::path& dir, const ModelConfig& config) const {
+GenerationOptions SamplingFlags::options(const std::filesystem::path& dir,
+                                         const ModelConfig& config) const {
   GenerationOptions o;
   o.sampling = SamplingParams::from_generation_config(dir);
   if (temperature) o.sampling.temperature = *temperature;

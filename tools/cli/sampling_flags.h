@@ -13,7 +13,8 @@
 namespace qwen3::cli {
 
 struct SamplingFlags {
-  std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty;
+  std::optional<float> temperature, top_p, min_p, repetition_penalty, presence_penalty,
+      frequency_penalty;
   std::optional<int> top_k;
   std::optional<uint64_t> seed;
   int max_tokens = 256;
@@ -21,7 +22,8 @@ struct SamplingFlags {
 
   void add_to(CLI::App& cmd);
   // generation_config.json's defaults, overridden by the flags given; eos ids from the model.
-  GenerationOptions options(const std::filesystem::path& model_dir, const ModelConfig& config) const;
+  GenerationOptions options(const std::filesystem::path& model_dir,
+                            const ModelConfig& config) const;
 };
 
 }  // namespace qwen3::cli

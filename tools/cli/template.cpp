@@ -1,4 +1,5 @@
-// `qwen3 template MODEL_DIR conversation.json`: prints the prompt the model's chat template renders.
+// `qwen3 template MODEL_DIR conversation.json`: prints the prompt the model's chat template
+// renders.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -34,7 +35,8 @@ void run_template(const TemplateArgs& args) {
   options.add_generation_prompt = !args.no_generation_prompt;
   nlohmann::ordered_json messages = doc;
   if (doc.is_object()) {
-    if (!doc.contains("messages")) throw Error(ErrorKind::format, args.conversation + ": no \"messages\" field");
+    if (!doc.contains("messages"))
+      throw Error(ErrorKind::format, args.conversation + ": no \"messages\" field");
     messages = doc["messages"];
     if (doc.contains("tools")) options.tools = doc["tools"];
   }
@@ -46,12 +48,16 @@ void run_template(const TemplateArgs& args) {
 
 void add_template_command(CLI::App& app) {
   auto args = std::make_shared<TemplateArgs>();
-  auto* cmd = app.add_subcommand("template", "Print the prompt the model's chat template renders for a conversation");
-  cmd->add_option("MODEL_DIR", args->model_dir, "Hugging Face model folder (tokenizer_config.json)")->required();
+  auto* cmd = app.add_subcommand(
+      "template", "Print the prompt the model's chat template renders for a conversation");
+  cmd->add_option("MODEL_DIR", args->model_dir, "Hugging Face model folder (tokenizer_config.json)")
+      ->required();
   cmd->add_option("CONVERSATION", args->conversation,
-                  "OpenAI-style messages: a JSON array, or {\"messages\": [...], \"tools\": [...]}")->required();
+                  "OpenAI-style messages: a JSON array, or {\"messages\": [...], \"tools\": [...]}")
+      ->required();
   cmd->add_flag("--no-think", args->no_think, "Render with enable_thinking=false");
-  cmd->add_flag("--no-generation-prompt", args->no_generation_prompt, "Do not open the assistant's turn");
+  cmd->add_flag("--no-generation-prompt", args->no_generation_prompt,
+                "Do not open the assistant's turn");
   cmd->callback([args] { run_template(*args); });
 }
 

@@ -38,8 +38,10 @@ std::vector<TokenId> parse_ids(const std::string& list, const Tokenizer& tokeniz
     if (used == 0 || item.find_first_not_of(" \t", used) != std::string::npos) {
       throw Error(ErrorKind::invalid_argument, "--decode: '" + item + "' is not a token id");
     }
-    if (id < 0 || static_cast<size_t>(id) >= tokenizer.vocab_size() || tokenizer.token(TokenId(id)).empty()) {
-      throw Error(ErrorKind::invalid_argument, "--decode: " + std::to_string(id) + " is not in the vocabulary");
+    if (id < 0 || static_cast<size_t>(id) >= tokenizer.vocab_size() ||
+        tokenizer.token(TokenId(id)).empty()) {
+      throw Error(ErrorKind::invalid_argument,
+                  "--decode: " + std::to_string(id) + " is not in the vocabulary");
     }
     ids.push_back(TokenId(id));
   }
@@ -55,7 +57,8 @@ std::string readable(std::string_view bytes) {
     auto b = static_cast<unsigned char>(bytes[i]);
     size_t len = b < 0x80 ? 1 : b < 0xC2 ? 0 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : b <= 0xF4 ? 4 : 0;
     bool whole = len > 0 && i + len <= bytes.size();
-    for (size_t k = 1; whole && k < len; ++k) whole = (static_cast<unsigned char>(bytes[i + k]) & 0xC0) == 0x80;
+    for (size_t k = 1; whole && k < len; ++k)
+      whole = (static_cast<unsigned char>(bytes[i + k]) & 0xC0) == 0x80;
     if (b == '\n') {
       out += "\\n";
     } else if (b == '\t') {
@@ -92,7 +95,8 @@ void run_tokenize(const TokenizeOptions& opt) {
     return;
   }
   std::string text = opt.text;
-  if (text == "-") text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  if (text == "-")
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   std::vector<TokenId> ids = tokenizer.encode(text, !opt.no_special);
   if (opt.json) {
     nlohmann::json tokens = nlohmann::json::array();
@@ -112,15 +116,19 @@ void run_tokenize(const TokenizeOptions& opt) {
 
 void add_tokenize_command(CLI::App& app) {
   auto opt = std::make_shared<TokenizeOptions>();
-  CLI::App* cmd = app.add_subcommand("tokenize", "Show the token ids and pieces of a text, or decode ids");
+  CLI::App* cmd =
+      app.add_subcommand("tokenize", "Show the token ids and pieces of a text, or decode ids");
   cmd->add_option("MODEL_DIR", opt->model_dir, "Model folder with tokenizer.json")->required();
   cmd->add_option("TEXT", opt->text, "Text to tokenize; - reads standard input");
   cmd->add_option("--decode", opt->decode, "Decode comma-separated ids (1,2,3) instead");
-  cmd->add_flag("--json", opt->json, "Print {\"ids\": [...], \"tokens\": [...]} (or {\"text\": ...} with --decode)");
-  cmd->add_flag("--no-special", opt->no_special, "Treat <|im_start|> and other added tokens in TEXT as plain text");
+  cmd->add_flag("--json", opt->json,
+                "Print {\"ids\": [...], \"tokens\": [...]} (or {\"text\": ...} with --decode)");
+  cmd->add_flag("--no-special", opt->no_special,
+                "Treat <|im_start|> and other added tokens in TEXT as plain text");
   cmd->callback([opt] {
     if (opt->decode.empty() && opt->text.empty()) {
-      throw Error(ErrorKind::invalid_argument, "tokenize: give TEXT, - for standard input, or --decode IDS");
+      throw Error(ErrorKind::invalid_argument,
+                  "tokenize: give TEXT, - for standard input, or --decode IDS");
     }
     run_tokenize(*opt);
   });

@@ -31,15 +31,16 @@ std::string context(const std::string& s, size_t offset) {
 ChatOptions options_of(const nlohmann::ordered_json& c) {
   ChatOptions options;
   if (c.contains("enable_thinking")) options.enable_thinking = c.at("enable_thinking").get<bool>();
-  if (c.contains("add_generation_prompt")) options.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
+  if (c.contains("add_generation_prompt"))
+    options.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
   if (c.contains("tools")) options.tools = c.at("tools");
   return options;
 }
 
 }  // namespace
 
-int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out,
-                          const Tokenizer* tokenizer) {
+int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference,
+                          std::FILE* out, const Tokenizer* tokenizer) {
   if (!reference.is_object() || !reference.contains("cases") || !reference["cases"].is_array()) {
     throw Error(ErrorKind::format, "chat reference: expected an object with a \"cases\" array");
   }
@@ -47,9 +48,12 @@ int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json
   size_t matched = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
-    const std::string name = c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>() : std::to_string(i);
+    const std::string name = c.contains("name") && c["name"].is_string()
+                                 ? c["name"].get<std::string>()
+                                 : std::to_string(i);
     if (!c.contains("messages") || !c.contains("rendered") || !c["rendered"].is_string()) {
-      throw Error(ErrorKind::format, "chat reference: case " + name + ": needs \"messages\" and a string \"rendered\"");
+      throw Error(ErrorKind::format, "chat reference: case " + name +
+                                         ": needs \"messages\" and a string \"rendered\"");
     }
     const std::string& want = c["rendered"].get_ref<const std::string&>();
     std::string got;
@@ -65,9 +69,14 @@ int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json
         const auto want_ids = c["ids"].get<std::vector<TokenId>>();
         if (ids != want_ids) {
           const size_t at = static_cast<size_t>(
-              std::mismatch(ids.begin(), ids.begin() + static_cast<long>(std::min(ids.size(), want_ids.size())), want_ids.begin()).first -
+              std::mismatch(ids.begin(),
+                            ids.begin() + static_cast<long>(std::min(ids.size(), want_ids.size())),
+                            want_ids.begin())
+                  .first -
               ids.begin());
-          std::fprintf(out, "case %s: rendering matches, token ids differ at position %zu (expected %zu ids, got %zu)\n",
+          std::fprintf(out,
+                       "case %s: rendering matches, token ids differ at position %zu (expected %zu "
+                       "ids, got %zu)\n",
                        name.c_str(), at, want_ids.size(), ids.size());
           continue;
         }
@@ -76,10 +85,16 @@ int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json
       continue;
     }
     const size_t offset = static_cast<size_t>(
-        std::mismatch(want.begin(), want.begin() + static_cast<long>(std::min(want.size(), got.size())), got.begin()).first -
+        std::mismatch(want.begin(),
+                      want.begin() + static_cast<long>(std::min(want.size(), got.size())),
+                      got.begin())
+            .first -
         want.begin());
-    std::fprintf(out, "case %s: first difference at byte %zu (expected %zu bytes, got %zu)\n  expected: %s\n  got:      %s\n",
-                 name.c_str(), offset, want.size(), got.size(), context(want, offset).c_str(), context(got, offset).c_str());
+    std::fprintf(out,
+                 "case %s: first difference at byte %zu (expected %zu bytes, got %zu)\n  expected: "
+                 "%s\n  got:      %s\n",
+                 name.c_str(), offset, want.size(), got.size(), context(want, offset).c_str(),
+                 context(got, offset).c_str());
   }
   std::fprintf(out, "chat template: %zu/%zu cases match\n", matched, cases.size());
   return matched == cases.size() ? 0 : 1;

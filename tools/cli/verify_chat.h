@@ -13,7 +13,7 @@ namespace qwen3::cli {
 // must keep their key order to render as Hugging Face did. Prints the first differing byte of each
 // mismatch with context, then "chat template: N/M cases match". Returns 0 when all match, else 1.
 // With a tokenizer, each case's "ids" are checked too (encode_chat of the same conversation).
-int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference, std::FILE* out,
-                          const Tokenizer* tokenizer = nullptr);
+int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json& reference,
+                          std::FILE* out, const Tokenizer* tokenizer = nullptr);
 
 }  // namespace qwen3::cli

@@ -17,7 +17,9 @@ double listed_error(const float* row, int vocab, const nlohmann::json& top) {
   double err = 0;
   for (auto& pair : top) {
     int id = pair[0].get<int>();
-    if (id < 0 || id >= vocab) throw Error(ErrorKind::format, "reference lists token id " + std::to_string(id) + " outside the vocabulary");
+    if (id < 0 || id >= vocab)
+      throw Error(ErrorKind::format,
+                  "reference lists token id " + std::to_string(id) + " outside the vocabulary");
     err = std::max(err, std::abs(double(row[id]) - pair[1].get<double>()));
   }
   return err;
@@ -37,14 +39,17 @@ bool ModelCaseResult::pass(double tol) const {
          max_last_logits_error <= tol && max_step_error <= tol && greedy_agree == greedy_steps;
 }
 
-ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double tol, int max_chunk) {
+ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double tol,
+                                  int max_chunk) {
   const int V = model.config().vocab_size;
   ModelCaseResult r;
   r.name = c.value("name", "?");
   const std::vector<TokenId> prompt = ids_of(c, "prompt_ids");
-  if (prompt.empty()) throw Error(ErrorKind::format, "reference case " + r.name + ": no prompt_ids");
+  if (prompt.empty())
+    throw Error(ErrorKind::format, "reference case " + r.name + ": no prompt_ids");
   const auto& positions = c.at("positions");
-  Sequence seq(model, static_cast<int>(prompt.size() + c.value("greedy_ids", nlohmann::json::array()).size()));
+  Sequence seq(model, static_cast<int>(prompt.size() +
+                                       c.value("greedy_ids", nlohmann::json::array()).size()));
 
   // Hidden states are only observable in a single full forward.
   std::map<std::string, std::vector<float>> hidden;
@@ -56,12 +61,15 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double 
   for (size_t p0 = 0; p0 < prompt.size(); p0 += max_chunk) {
     const size_t n = std::min(prompt.size() - p0, size_t(max_chunk));
     BatchItem item{&seq, std::span<const TokenId>(prompt).subspan(p0, n), true};
-    auto logits = model.step({&item, 1}, single && c.contains("hidden_states") ? &keep : nullptr)[0];
+    auto logits =
+        model.step({&item, 1}, single && c.contains("hidden_states") ? &keep : nullptr)[0];
     for (size_t t = 0; t < n; ++t) {
       const float* row = &logits[t * V];
       const auto& ref = positions.at(p0 + t);
       r.max_logit_error = std::max(r.max_logit_error, listed_error(row, V, ref.at("top")));
-      r.max_logsumexp_error = std::max(r.max_logsumexp_error, std::abs(logsumexp({row, size_t(V)}) - ref.at("logsumexp").get<double>()));
+      r.max_logsumexp_error =
+          std::max(r.max_logsumexp_error,
+                   std::abs(logsumexp({row, size_t(V)}) - ref.at("logsumexp").get<double>()));
       ++r.positions;
     }
     last.assign(logits.end() - V, logits.end());
@@ -69,19 +77,24 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double 
   if (c.contains("last_logits")) {
     r.max_last_logits_error = 0;
     const auto& ref = c["last_logits"];
-    for (int i = 0; i < V; ++i) r.max_last_logits_error = std::max(r.max_last_logits_error, std::abs(last[i] - ref[i].get<double>()));
+    for (int i = 0; i < V; ++i)
+      r.max_last_logits_error =
+          std::max(r.max_last_logits_error, std::abs(last[i] - ref[i].get<double>()));
   }
   if (single && c.contains("hidden_states")) {
     r.max_hidden_error = 0;
     const auto& hs = c["hidden_states"];
     const int layers = model.config().num_hidden_layers;
     for (int i = 0; i <= layers; ++i) {
-      const std::string name = i == 0 ? "embed" : i == layers ? "norm" : "layers." + std::to_string(i - 1);
+      const std::string name = i == 0        ? "embed"
+                               : i == layers ? "norm"
+                                             : "layers." + std::to_string(i - 1);
       const auto& ours = hidden.at(name);
       const int D = model.config().hidden_size;
       for (size_t t = 0; t < hs[i].size(); ++t)
         for (int d = 0; d < D; ++d)
-          r.max_hidden_error = std::max(r.max_hidden_error, std::abs(ours[t * D + d] - hs[i][t][d].get<double>()));
+          r.max_hidden_error =
+              std::max(r.max_hidden_error, std::abs(ours[t * D + d] - hs[i][t][d].get<double>()));
     }
   }
 
@@ -100,23 +113,28 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double 
     auto logits = model.step({&item, 1})[0];
     const auto& ref = steps[i];
     r.max_step_error = std::max(r.max_step_error, listed_error(logits.data(), V, ref.at("top")));
-    r.max_logsumexp_error = std::max(r.max_logsumexp_error, std::abs(logsumexp(logits) - ref.at("logsumexp").get<double>()));
+    r.max_logsumexp_error = std::max(
+        r.max_logsumexp_error, std::abs(logsumexp(logits) - ref.at("logsumexp").get<double>()));
     if (i + 1 < greedy.size()) check_choice(logits.data(), ref.value("margin", 1.0), greedy[i + 1]);
   }
   return r;
 }
 
-int verify_model_reference(Model& model, const nlohmann::json& reference, double tol, std::FILE* out) {
+int verify_model_reference(Model& model, const nlohmann::json& reference, double tol,
+                           std::FILE* out) {
   int passed = 0, total = 0;
   for (const auto& c : reference.at("cases")) {
     ModelCaseResult r = verify_model_case(model, c, tol);
     const bool ok = r.pass(tol);
     passed += ok;
     ++total;
-    std::fprintf(out, "%-4s %-12s %5d positions  max|logit err| %.2e  max|lse err| %.2e  steps err %.2e", ok ? "ok" : "FAIL",
-                 r.name.c_str(), r.positions, r.max_logit_error, r.max_logsumexp_error, r.max_step_error);
+    std::fprintf(out,
+                 "%-4s %-12s %5d positions  max|logit err| %.2e  max|lse err| %.2e  steps err %.2e",
+                 ok ? "ok" : "FAIL", r.name.c_str(), r.positions, r.max_logit_error,
+                 r.max_logsumexp_error, r.max_step_error);
     if (r.max_hidden_error >= 0) std::fprintf(out, "  hidden %.2e", r.max_hidden_error);
-    if (r.max_last_logits_error >= 0) std::fprintf(out, "  last_logits %.2e", r.max_last_logits_error);
+    if (r.max_last_logits_error >= 0)
+      std::fprintf(out, "  last_logits %.2e", r.max_last_logits_error);
     std::fprintf(out, "  greedy %d/%d\n", r.greedy_agree, r.greedy_steps);
   }
   std::fprintf(out, "model: %d/%d cases within %.1e\n", passed, total, tol);

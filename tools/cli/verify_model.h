@@ -30,6 +30,7 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& reference_
                                   int max_chunk = 512);
 
 // Every case, one line each, then a summary line; returns 0 when all pass, 1 otherwise.
-int verify_model_reference(Model& model, const nlohmann::json& reference, double tol, std::FILE* out);
+int verify_model_reference(Model& model, const nlohmann::json& reference, double tol,
+                           std::FILE* out);
 
 }  // namespace qwen3::cli

@@ -43,7 +43,8 @@ QuantAccuracy quant_accuracy_case(Model& base, Model& quantized, const nlohmann:
   for (const char* key : {"prompt_ids", "greedy_ids"})
     if (c.contains(key))
       for (auto& v : c[key]) ids.push_back(v.get<TokenId>());
-  if (ids.empty()) throw Error(ErrorKind::format, "reference case " + c.value("name", "?") + ": no prompt_ids");
+  if (ids.empty())
+    throw Error(ErrorKind::format, "reference case " + c.value("name", "?") + ": no prompt_ids");
   const int V = base.config().vocab_size;
   const auto a = all_logits(base, ids), b = all_logits(quantized, ids);
   QuantAccuracy r;
@@ -66,16 +67,20 @@ QuantAccuracy quant_accuracy_case(Model& base, Model& quantized, const nlohmann:
   return r;
 }
 
-QuantAccuracy quant_accuracy_reference(Model& base, Model& quantized, const nlohmann::json& reference, std::FILE* out) {
+QuantAccuracy quant_accuracy_reference(Model& base, Model& quantized,
+                                       const nlohmann::json& reference, std::FILE* out) {
   QuantAccuracy all;
   for (const auto& c : reference.at("cases")) {
     const QuantAccuracy r = quant_accuracy_case(base, quantized, c);
-    std::fprintf(out, "%-12s %5d positions  mean KL %.3e  max KL %.3e  top-1 %6.2f%%  max|logit err| %.3e\n",
-                 c.value("name", "?").c_str(), r.positions, r.mean_kl, r.max_kl, 100 * r.top1_agreement, r.max_logit_error);
+    std::fprintf(
+        out, "%-12s %5d positions  mean KL %.3e  max KL %.3e  top-1 %6.2f%%  max|logit err| %.3e\n",
+        c.value("name", "?").c_str(), r.positions, r.mean_kl, r.max_kl, 100 * r.top1_agreement,
+        r.max_logit_error);
     all.add(r);
   }
-  std::fprintf(out, "%-12s %5d positions  mean KL %.3e  max KL %.3e  top-1 %6.2f%%  max|logit err| %.3e\n", "all",
-               all.positions, all.mean_kl, all.max_kl, 100 * all.top1_agreement, all.max_logit_error);
+  std::fprintf(
+      out, "%-12s %5d positions  mean KL %.3e  max KL %.3e  top-1 %6.2f%%  max|logit err| %.3e\n",
+      "all", all.positions, all.mean_kl, all.max_kl, 100 * all.top1_agreement, all.max_logit_error);
   return all;
 }
 

@@ -11,19 +11,21 @@
 namespace qwen3::cli {
 
 struct QuantAccuracy {
-  int positions = 0;          // every prompt position and teacher-forced continuation step
-  double mean_kl = 0;         // KL(float || quantized) of the next-token distribution, nats
+  int positions = 0;   // every prompt position and teacher-forced continuation step
+  double mean_kl = 0;  // KL(float || quantized) of the next-token distribution, nats
   double max_kl = 0;
-  double top1_agreement = 0;  // share of positions where both argmaxes agree
-  double max_logit_error = 0; // max |logit difference| over the whole vocabulary
+  double top1_agreement = 0;             // share of positions where both argmaxes agree
+  double max_logit_error = 0;            // max |logit difference| over the whole vocabulary
   void add(const QuantAccuracy& other);  // pools positions
 };
 
 // One reference case: its prompt_ids followed by its greedy_ids (teacher forcing), run through
 // both models with logits at every position.
-QuantAccuracy quant_accuracy_case(Model& base, Model& quantized, const nlohmann::json& reference_case);
+QuantAccuracy quant_accuracy_case(Model& base, Model& quantized,
+                                  const nlohmann::json& reference_case);
 
 // Every case, one line each, then the pooled figures; returns them.
-QuantAccuracy quant_accuracy_reference(Model& base, Model& quantized, const nlohmann::json& reference, std::FILE* out);
+QuantAccuracy quant_accuracy_reference(Model& base, Model& quantized,
+                                       const nlohmann::json& reference, std::FILE* out);
 
 }  // namespace qwen3::cli

@@ -1,4 +1,5 @@
-// Checks a tokenizer against a Hugging Face reference file (tests/fixtures/reference/tokenizer.json format).
+// Checks a tokenizer against a Hugging Face reference file (tests/fixtures/reference/tokenizer.json
+// format).
 #include "cli/verify_tokenizer.h"
 
 #include <string>
@@ -14,7 +15,9 @@ std::string first_difference(const std::vector<T>& expected, const std::vector<T
   size_t i = 0;
   while (i < expected.size() && i < actual.size() && expected[i] == actual[i]) ++i;
   if (i == expected.size() && i == actual.size()) return "";
-  auto show = [&](const std::vector<T>& v) { return i < v.size() ? nlohmann::json(v[i]).dump() : "(end)"; };
+  auto show = [&](const std::vector<T>& v) {
+    return i < v.size() ? nlohmann::json(v[i]).dump() : "(end)";
+  };
   return "position " + std::to_string(i) + ": expected " + show(expected) + ", got " + show(actual);
 }
 
@@ -25,7 +28,8 @@ std::string first_difference(const std::string& expected, const std::string& act
 
 const nlohmann::json& cases(const nlohmann::json& reference, const char* key) {
   if (!reference.is_object() || !reference.contains(key) || !reference[key].is_array()) {
-    throw qwen3::Error(qwen3::ErrorKind::format, std::string("tokenizer reference: no '") + key + "' array");
+    throw qwen3::Error(qwen3::ErrorKind::format,
+                       std::string("tokenizer reference: no '") + key + "' array");
   }
   return reference[key];
 }
@@ -43,9 +47,11 @@ std::vector<std::string> check_encode(const qwen3::Tokenizer& tok, const nlohman
   note("ids", first_difference(expected_ids, ids));
   note("tokens", first_difference(c.at("tokens").get<std::vector<std::string>>(), tokens));
   // Decoding is checked on the reference ids, so an encode error is not counted twice.
-  note("decoded bytes", first_difference(c.at("decoded").get<std::string>(), tok.decode(expected_ids)));
+  note("decoded bytes",
+       first_difference(c.at("decoded").get<std::string>(), tok.decode(expected_ids)));
   note("decoded_skip_special bytes",
-       first_difference(c.at("decoded_skip_special").get<std::string>(), tok.decode(expected_ids, true)));
+       first_difference(c.at("decoded_skip_special").get<std::string>(),
+                        tok.decode(expected_ids, true)));
   return failures;
 }
 
@@ -55,7 +61,9 @@ std::vector<std::string> check_decode(const qwen3::Tokenizer& tok, const nlohman
   if (auto d = first_difference(c.at("decoded").get<std::string>(), tok.decode(ids)); !d.empty()) {
     failures.push_back("decoded bytes differ at " + d);
   }
-  if (auto d = first_difference(c.at("decoded_skip_special").get<std::string>(), tok.decode(ids, true)); !d.empty()) {
+  if (auto d =
+          first_difference(c.at("decoded_skip_special").get<std::string>(), tok.decode(ids, true));
+      !d.empty()) {
     failures.push_back("decoded_skip_special bytes differ at " + d);
   }
   return failures;
@@ -63,7 +71,8 @@ std::vector<std::string> check_decode(const qwen3::Tokenizer& tok, const nlohman
 
 }  // namespace
 
-int verify_tokenizer_reference(const qwen3::Tokenizer& tokenizer, const nlohmann::json& reference, std::FILE* out) {
+int verify_tokenizer_reference(const qwen3::Tokenizer& tokenizer, const nlohmann::json& reference,
+                               std::FILE* out) {
   size_t total = 0, matching = 0;
   auto run = [&](const char* kind, const nlohmann::json& list, auto check) {
     for (size_t i = 0; i < list.size(); ++i, ++total) {
@@ -71,13 +80,15 @@ int verify_tokenizer_reference(const qwen3::Tokenizer& tokenizer, const nlohmann
       try {
         failures = check(tokenizer, list[i]);
       } catch (const nlohmann::json::exception& e) {
-        throw qwen3::Error(qwen3::ErrorKind::format,
-                           "tokenizer reference: " + std::string(kind) + "[" + std::to_string(i) + "]: " + e.what());
+        throw qwen3::Error(qwen3::ErrorKind::format, "tokenizer reference: " + std::string(kind) +
+                                                         "[" + std::to_string(i) +
+                                                         "]: " + e.what());
       } catch (const qwen3::Error& e) {
         failures.push_back(e.what());
       }
       if (failures.empty()) ++matching;
-      for (const auto& f : failures) std::fprintf(out, "tokenizer: %s[%zu]: %s\n", kind, i, f.c_str());
+      for (const auto& f : failures)
+        std::fprintf(out, "tokenizer: %s[%zu]: %s\n", kind, i, f.c_str());
     }
   };
   run("encode", cases(reference, "encode"), check_encode);

@@ -1,4 +1,5 @@
-// Checks a tokenizer against a Hugging Face reference file (tests/fixtures/reference/tokenizer.json format).
+// Checks a tokenizer against a Hugging Face reference file (tests/fixtures/reference/tokenizer.json
+// format).
 #pragma once
 
 #include <cstdio>
@@ -11,4 +12,5 @@
 // reference; prints the first differing position of each failing case and a summary line
 // "tokenizer: N/M cases match" to out. Returns 0 when all match, else 1.
 // Throws qwen3::Error (format) when reference is not in the fixture format.
-int verify_tokenizer_reference(const qwen3::Tokenizer& tokenizer, const nlohmann::json& reference, std::FILE* out);
+int verify_tokenizer_reference(const qwen3::Tokenizer& tokenizer, const nlohmann::json& reference,
+                               std::FILE* out);

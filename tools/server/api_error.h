@@ -8,7 +8,10 @@ namespace qwen3::server {
 
 struct ApiError : std::runtime_error {
   ApiError(int status, std::string message, std::string param = "", std::string code = "")
-      : std::runtime_error(std::move(message)), status(status), param(std::move(param)), code(std::move(code)) {}
+      : std::runtime_error(std::move(message)),
+        status(status),
+        param(std::move(param)),
+        code(std::move(code)) {}
   int status;         // HTTP status
   std::string param;  // the offending request field, or ""
   std::string code;   // machine-readable reason ("context_length_exceeded"), or ""

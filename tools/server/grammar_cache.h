@@ -27,7 +27,8 @@ class GrammarCache {
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   size_t capacity_;
   std::mutex mutex_;
-  std::list<std::pair<std::string, std::shared_ptr<const TokenGrammar>>> entries_;  // most recent first
+  std::list<std::pair<std::string, std::shared_ptr<const TokenGrammar>>>
+      entries_;  // most recent first
   std::unordered_map<std::string, decltype(entries_)::iterator> index_;
 };
 

@@ -43,7 +43,8 @@ void Metrics::active(size_t requests) {
 std::string Metrics::render() const {
   std::lock_guard lock(mutex_);
   const auto now = Clock::now();
-  while (!recent_.empty() && std::chrono::duration<double>(now - recent_.front().first).count() > rate_window_s)
+  while (!recent_.empty() &&
+         std::chrono::duration<double>(now - recent_.front().first).count() > rate_window_s)
     recent_.pop_front();
   uint64_t recent_tokens = 0;
   for (auto& [time, tokens] : recent_) recent_tokens += tokens;
@@ -53,7 +54,8 @@ std::string Metrics::render() const {
     out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
   };
   metric("qwen3_requests_total", "counter", "HTTP requests answered, by status");
-  for (auto& [status, count] : requests_) out << "qwen3_requests_total{status=\"" << status << "\"} " << count << '\n';
+  for (auto& [status, count] : requests_)
+    out << "qwen3_requests_total{status=\"" << status << "\"} " << count << '\n';
   metric("qwen3_generations_total", "counter", "Generations run to the end");
   out << "qwen3_generations_total " << generations_ << '\n';
   metric("qwen3_prompt_tokens_total", "counter", "Prompt tokens processed");
@@ -64,11 +66,14 @@ std::string Metrics::render() const {
   out << "qwen3_queue_length " << queued_ << '\n';
   metric("qwen3_active_sequences", "gauge", "Requests being generated");
   out << "qwen3_active_sequences " << active_ << '\n';
-  metric("qwen3_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 10 s");
+  metric("qwen3_generation_tokens_per_second", "gauge",
+         "Tokens generated per second over the last 10 s");
   out << "qwen3_generation_tokens_per_second " << recent_tokens / rate_window_s << '\n';
-  metric("qwen3_time_to_first_token_seconds", "histogram", "Time from a request's arrival to its first new token");
+  metric("qwen3_time_to_first_token_seconds", "histogram",
+         "Time from a request's arrival to its first new token");
   for (size_t i = 0; i < ttft_buckets.size(); ++i)
-    out << "qwen3_time_to_first_token_seconds_bucket{le=\"" << ttft_buckets[i] << "\"} " << ttft_counts_[i] << '\n';
+    out << "qwen3_time_to_first_token_seconds_bucket{le=\"" << ttft_buckets[i] << "\"} "
+        << ttft_counts_[i] << '\n';
   out << "qwen3_time_to_first_token_seconds_bucket{le=\"+Inf\"} " << ttft_count_ << '\n';
   out << "qwen3_time_to_first_token_seconds_sum " << ttft_sum_ << '\n';
   out << "qwen3_time_to_first_token_seconds_count " << ttft_count_ << '\n';

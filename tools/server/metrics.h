@@ -13,12 +13,12 @@ namespace qwen3::server {
 
 class Metrics {
  public:
-  void request(int status);                          // an answered HTTP request
+  void request(int status);                                 // an answered HTTP request
   void finished(int prompt_tokens, int completion_tokens);  // a generation that ran
-  void first_token(double seconds);                  // time from arrival to the first new token
-  void generated(int tokens);                        // new tokens of one engine step
-  void queued(size_t requests);                      // waiting for a slot
-  void active(size_t requests);                      // being generated
+  void first_token(double seconds);  // time from arrival to the first new token
+  void generated(int tokens);        // new tokens of one engine step
+  void queued(size_t requests);      // waiting for a slot
+  void active(size_t requests);      // being generated
   std::string render() const;
 
  private:

@@ -31,29 +31,37 @@ Reply::Reply(const ApiRequest& request, const Tokenizer& tokenizer, std::string 
       tokenizer_(tokenizer),
       model_(std::move(model_name)),
       id_(random_id(request.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-")),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count()),
       splitter_(request.endpoint == Endpoint::chat && request.thinking, request.thinking_opened) {
-  if (request.endpoint == Endpoint::chat && !request.tools.empty()) tool_parser_.emplace(request.tool_syntax, request.tools);
-  if (request.endpoint == Endpoint::chat)
-    logprobs_ = {{"content", json::array()}};
+  if (request.endpoint == Endpoint::chat && !request.tools.empty())
+    tool_parser_.emplace(request.tool_syntax, request.tools);
+  if (request.endpoint == Endpoint::chat) logprobs_ = {{"content", json::array()}};
   else
-    logprobs_ = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+    logprobs_ = {{"tokens", json::array()},
+                 {"token_logprobs", json::array()},
+                 {"top_logprobs", json::array()},
                  {"text_offset", json::array()}};
 }
 
 json Reply::chunk(json choice) const {
-  json c = {{"id", id_},
-            {"object", request_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-            {"created", created_},
-            {"model", model_},
-            {"choices", json::array({std::move(choice)})}};
+  json c = {
+      {"id", id_},
+      {"object", request_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+      {"created", created_},
+      {"model", model_},
+      {"choices", json::array({std::move(choice)})}};
   if (request_.include_usage) c["usage"] = nullptr;  // OpenAI: null on every chunk but the last
   return c;
 }
 
 std::vector<json> Reply::start() {
   if (request_.endpoint != Endpoint::chat) return {};
-  return {chunk({{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}})};
+  return {chunk({{"index", 0},
+                 {"delta", {{"role", "assistant"}, {"content", ""}}},
+                 {"logprobs", nullptr},
+                 {"finish_reason", nullptr}})};
 }
 
 Reply::Delta Reply::take(const ThinkSplitter::Piece& piece, bool final) {
@@ -121,12 +129,15 @@ json Reply::delta_choice(const Delta& d, json logprobs) const {
 
 json Reply::logprob_entry(const GeneratedToken& token) {
   auto name = [&](TokenId id) {
-    return request_.tokens_as_ids ? "token_id:" + std::to_string(id) : tokenizer_.decode(std::span(&id, 1));
+    return request_.tokens_as_ids ? "token_id:" + std::to_string(id)
+                                  : tokenizer_.decode(std::span(&id, 1));
   };
   if (request_.endpoint == Endpoint::chat) {
     json top = json::array();
     for (auto& t : token.top)
-      top.push_back({{"token", name(t.id)}, {"logprob", std::log(t.prob)}, {"bytes", byte_array(tokenizer_.token_bytes(t.id))}});
+      top.push_back({{"token", name(t.id)},
+                     {"logprob", std::log(t.prob)},
+                     {"bytes", byte_array(tokenizer_.token_bytes(t.id))}});
     json entry = {{"token", name(token.id)},
                   {"logprob", token.logprob},
                   {"bytes", byte_array(tokenizer_.token_bytes(token.id))},
@@ -174,15 +185,21 @@ json Reply::usage_json() const {
 }
 
 json Reply::body() const {
-  json choice = {{"index", 0}, {"logprobs", request_.options.logprobs ? logprobs_ : json(nullptr)}, {"finish_reason", finish_reason()}};
+  json choice = {{"index", 0},
+                 {"logprobs", request_.options.logprobs ? logprobs_ : json(nullptr)},
+                 {"finish_reason", finish_reason()}};
   if (request_.endpoint == Endpoint::chat) {
     // OpenAI: content null when the reply is only calls.
-    json message = {{"role", "assistant"}, {"content", calls_.empty() || !content_.empty() ? json(content_) : json(nullptr)}};
+    json message = {
+        {"role", "assistant"},
+        {"content", calls_.empty() || !content_.empty() ? json(content_) : json(nullptr)}};
     if (!reasoning_.empty()) message["reasoning_content"] = reasoning_;
     if (!calls_.empty()) {
       json calls = json::array();
       for (auto& c : calls_)
-        calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        calls.push_back({{"id", c.id},
+                         {"type", "function"},
+                         {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
       message["tool_calls"] = std::move(calls);
     }
     choice["message"] = std::move(message);

@@ -28,7 +28,8 @@ class Reply {
 
   std::vector<nlohmann::json> start();  // chat: the chunk announcing the assistant role
   std::vector<nlohmann::json> on_token(const GeneratedToken& token);
-  std::vector<nlohmann::json> on_finish(FinishReason reason, Usage usage);  // incl. the usage chunk if asked
+  std::vector<nlohmann::json> on_finish(FinishReason reason,
+                                        Usage usage);  // incl. the usage chunk if asked
   nlohmann::json body() const;  // the whole non-streaming response, after on_finish
 
  private:

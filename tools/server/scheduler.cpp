@@ -7,7 +7,8 @@
 
 namespace qwen3::server {
 
-Job::Job(std::vector<TokenId> prompt, GenerationOptions options) : prompt_(std::move(prompt)), options_(std::move(options)) {}
+Job::Job(std::vector<TokenId> prompt, GenerationOptions options)
+    : prompt_(std::move(prompt)), options_(std::move(options)) {}
 
 Job::Update Job::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
@@ -35,7 +36,8 @@ void Job::finish(FinishReason reason, int prompt_tokens, int completion_tokens, 
   cv_.notify_all();
 }
 
-// A request cancelled before it ran still ends, so whoever waits on it (a timed-out request) returns.
+// A request cancelled before it ran still ends, so whoever waits on it (a timed-out request)
+// returns.
 bool Job::finish_if_cancelled() {
   if (!cancelled_) return false;
   finish(FinishReason::length, static_cast<int>(prompt_.size()), 0);
@@ -45,7 +47,9 @@ bool Job::finish_if_cancelled() {
 // A running request. The Sequence comes first: the Generation holds a reference to it.
 struct Scheduler::Active {
   Active(const Model& model, const Tokenizer& tokenizer, int context, std::shared_ptr<Job> j)
-      : job(std::move(j)), sequence(model, context), generation(sequence, tokenizer, job->prompt_, job->options_) {}
+      : job(std::move(j)),
+        sequence(model, context),
+        generation(sequence, tokenizer, job->prompt_, job->options_) {}
   std::shared_ptr<Job> job;
   Sequence sequence;
   Generation generation;
@@ -54,12 +58,16 @@ struct Scheduler::Active {
 
   void finish(Metrics& metrics) {
     metrics.finished(generation.prompt_tokens(), generation.completion_tokens());
-    job->finish(generation.finish_reason(), generation.prompt_tokens(), generation.completion_tokens());
+    job->finish(generation.finish_reason(), generation.prompt_tokens(),
+                generation.completion_tokens());
   }
 };
 
-Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, SchedulerOptions options, Metrics& metrics)
-    : model_(model), tokenizer_(tokenizer), options_(options), metrics_(metrics), thread_([this] { loop(); }) {}
+Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, SchedulerOptions options,
+                     Metrics& metrics)
+    : model_(model), tokenizer_(tokenizer), options_(options), metrics_(metrics), thread_([this] {
+        loop();
+      }) {}
 
 Scheduler::~Scheduler() {
   {
@@ -78,8 +86,9 @@ std::shared_ptr<Job> Scheduler::submit(std::vector<TokenId> prompt, GenerationOp
     // Requests whose clients left (or timed out) while waiting don't count against the limit.
     std::erase_if(queue_, [](auto& j) { return j->finish_if_cancelled(); });
     if (queue_.size() >= options_.max_queue)
-      throw ApiError(429, "too many requests queued (" + std::to_string(queue_.size()) + "); try again later", "",
-                     "rate_limit_exceeded");
+      throw ApiError(
+          429, "too many requests queued (" + std::to_string(queue_.size()) + "); try again later",
+          "", "rate_limit_exceeded");
     queue_.push_back(job);
     metrics_.queued(queue_.size());
   }
@@ -105,7 +114,8 @@ void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
 
 void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   std::vector<BatchItem> batch;
-  for (auto& a : active) batch.push_back({&a->sequence, a->generation.next_input(options_.chunk), false});
+  for (auto& a : active)
+    batch.push_back({&a->sequence, a->generation.next_input(options_.chunk), false});
   try {
     model_.step(batch, logits_);
   } catch (const std::exception& e) {
@@ -119,16 +129,19 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
     std::optional<GeneratedToken> token;
     try {
       token = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits_[i]);
-    } catch (const std::exception& e) {  // this request alone fails (a grammar no token can continue)
+    } catch (
+        const std::exception& e) {  // this request alone fails (a grammar no token can continue)
       a.generation.cancel();
-      a.job->finish(FinishReason::none, a.generation.prompt_tokens(), a.generation.completion_tokens(), e.what());
+      a.job->finish(FinishReason::none, a.generation.prompt_tokens(),
+                    a.generation.completion_tokens(), e.what());
       a.failed = true;
       continue;
     }
     if (!token) continue;
     ++generated;
     if (a.first_token) {
-      metrics_.first_token(std::chrono::duration<double>(Job::Clock::now() - a.job->arrived_).count());
+      metrics_.first_token(
+          std::chrono::duration<double>(Job::Clock::now() - a.job->arrived_).count());
       a.first_token = false;
     }
     a.job->push(std::move(*token));

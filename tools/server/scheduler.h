@@ -19,10 +19,10 @@
 namespace qwen3::server {
 
 struct SchedulerOptions {
-  int max_seqs = 4;        // requests generated concurrently
-  int context = 4096;      // tokens per sequence
-  size_t max_queue = 64;   // requests waiting for a slot before 429s
-  int chunk = 256;         // prompt tokens per request per step, so long prompts don't stall decoding
+  int max_seqs = 4;       // requests generated concurrently
+  int context = 4096;     // tokens per sequence
+  size_t max_queue = 64;  // requests waiting for a slot before 429s
+  int chunk = 256;  // prompt tokens per request per step, so long prompts don't stall decoding
 };
 
 // One request's channel between the HTTP thread waiting on it and the scheduler running it.
@@ -39,12 +39,13 @@ class Job {
 
   Job(std::vector<TokenId> prompt, GenerationOptions options);
   Update wait(std::chrono::milliseconds timeout);  // returns early on news
-  void cancel() { cancelled_ = true; }              // the client is gone or timed out
+  void cancel() { cancelled_ = true; }             // the client is gone or timed out
 
  private:
   friend class Scheduler;
   void push(GeneratedToken token);
-  void finish(FinishReason reason, int prompt_tokens, int completion_tokens, std::string error = "");
+  void finish(FinishReason reason, int prompt_tokens, int completion_tokens,
+              std::string error = "");
   bool finish_if_cancelled();  // true when it was cancelled (and is now finished)
 
   std::vector<TokenId> prompt_;
@@ -78,7 +79,8 @@ class Scheduler {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
-  std::vector<std::vector<float>> logits_;  // the last step's, its memory reused (loop's thread only)
+  std::vector<std::vector<float>>
+      logits_;          // the last step's, its memory reused (loop's thread only)
   std::thread thread_;  // last: starts after everything it uses
 };
 

@@ -4,8 +4,8 @@
 
 #include "cli/commands.h"
 #include "cli/load_flags.h"
-#include "qwen3/chat.h"
 #include "cli/model_path.h"
+#include "qwen3/chat.h"
 #include "qwen3/generation.h"
 #include "qwen3/grammar.h"
 #include "qwen3/model.h"
@@ -28,18 +28,28 @@ void add_serve_command(CLI::App& app) {
     server::HttpOptions http;
   };
   auto args = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (chat and completions, streaming)");
-  cmd->add_option("model", args->model, "Model folder, or a Hub id in the Hugging Face cache")->required();
+  auto* cmd = app.add_subcommand("serve",
+                                 "OpenAI-compatible HTTP server (chat and completions, streaming)");
+  cmd->add_option("model", args->model, "Model folder, or a Hub id in the Hugging Face cache")
+      ->required();
   cmd->add_option("--host", args->http.host, "Address to bind (127.0.0.1: this machine only)");
-  cmd->add_option("--port", args->http.port, "Port (0 = any free port, printed)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--port", args->http.port, "Port (0 = any free port, printed)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", args->http.api_key, "Require 'Authorization: Bearer KEY' on /v1/*");
-  cmd->add_option("--name", args->name, "Model name reported to clients (default: the folder name)");
-  cmd->add_option("--ctx", args->ctx, "Context tokens per sequence (capped at the model's maximum)")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-seqs", args->scheduler.max_seqs, "Requests generated concurrently")->check(CLI::Range(1, 1024));
-  cmd->add_option("--max-queue", args->scheduler.max_queue, "Requests waiting for a slot before 429");
-  cmd->add_option("--chunk", args->scheduler.chunk, "Prompt tokens per request per step")->check(CLI::Range(1, 65536));
-  cmd->add_option("--max-body", args->http.max_body, "Largest request body in bytes (413 above)")->check(CLI::PositiveNumber);
-  cmd->add_option("--timeout", args->http.timeout_s, "Seconds before a request is ended (finish_reason length)")
+  cmd->add_option("--name", args->name,
+                  "Model name reported to clients (default: the folder name)");
+  cmd->add_option("--ctx", args->ctx, "Context tokens per sequence (capped at the model's maximum)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-seqs", args->scheduler.max_seqs, "Requests generated concurrently")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-queue", args->scheduler.max_queue,
+                  "Requests waiting for a slot before 429");
+  cmd->add_option("--chunk", args->scheduler.chunk, "Prompt tokens per request per step")
+      ->check(CLI::Range(1, 65536));
+  cmd->add_option("--max-body", args->http.max_body, "Largest request body in bytes (413 above)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", args->http.timeout_s,
+                  "Seconds before a request is ended (finish_reason length)")
       ->check(CLI::PositiveNumber);
   args->load.add_to(*cmd);
   cmd->callback([args] {
@@ -63,12 +73,13 @@ void add_serve_command(CLI::App& app) {
     served.tool_syntax = server::tool_syntax_of(dir);
     args->scheduler.context = served.context;
     // Each streaming client holds a connection thread; waiting ones and a few spare too.
-    args->http.threads = args->scheduler.max_seqs + static_cast<int>(args->scheduler.max_queue) + 16;
+    args->http.threads =
+        args->scheduler.max_seqs + static_cast<int>(args->scheduler.max_queue) + 16;
 
     server::Metrics metrics;
     server::Scheduler scheduler(*model, tokenizer, args->scheduler, metrics);
-    std::fprintf(stderr, "qwen3 serve: %s, %d x %d-token sequences, %s kernels\n", served.name.c_str(),
-                 args->scheduler.max_seqs, served.context, model->isa());
+    std::fprintf(stderr, "qwen3 serve: %s, %d x %d-token sequences, %s kernels\n",
+                 served.name.c_str(), args->scheduler.max_seqs, served.context, model->isa());
     server::serve_http(args->http, served, scheduler, metrics);
   });
 }

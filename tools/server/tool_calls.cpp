@@ -52,10 +52,10 @@ struct Cursor {
   }
 };
 
-#define QWEN3_MATCH(expr)                     \
-  do {                                        \
-    const Match m_ = (expr);                  \
-    if (m_ != Match::ok) return m_;           \
+#define QWEN3_MATCH(expr)           \
+  do {                              \
+    const Match m_ = (expr);        \
+    if (m_ != Match::ok) return m_; \
   } while (0)
 
 // `{"name": "NAME", "arguments": {` at the start of s (after whitespace).
@@ -127,7 +127,8 @@ bool string_typed(const json& schema) {
 }  // namespace
 
 ToolSyntax tool_syntax_of_template(std::string_view chat_template) {
-  return chat_template.find("<function=") != std::string_view::npos ? ToolSyntax::xml : ToolSyntax::json;
+  return chat_template.find("<function=") != std::string_view::npos ? ToolSyntax::xml
+                                                                    : ToolSyntax::json;
 }
 
 ToolSyntax tool_syntax_of(const std::filesystem::path& model_dir) {
@@ -138,7 +139,8 @@ ToolSyntax tool_syntax_of(const std::filesystem::path& model_dir) {
   return ToolSyntax::json;
 }
 
-ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<ToolSpec> tools) : syntax_(syntax), tools_(std::move(tools)) {}
+ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<ToolSpec> tools)
+    : syntax_(syntax), tools_(std::move(tools)) {}
 
 const ToolSpec* ToolCallParser::find(std::string_view name) const {
   for (auto& t : tools_)
@@ -174,7 +176,8 @@ void ToolCallParser::content(std::string_view text, std::vector<ToolEvent>& out)
   }
   std::string body;
   if (after_call_) {
-    body = std::string(text.substr(text.find_first_not_of(" \t\r\n"), last + 1 - text.find_first_not_of(" \t\r\n")));
+    body = std::string(text.substr(text.find_first_not_of(" \t\r\n"),
+                                   last + 1 - text.find_first_not_of(" \t\r\n")));
   } else {
     body = pending_ws_ + std::string(text.substr(0, last + 1));
   }
@@ -192,7 +195,9 @@ void ToolCallParser::start_call(const std::string& name, std::vector<ToolEvent>&
 
 void ToolCallParser::arguments(std::string text, std::vector<ToolEvent>& out) {
   if (text.empty()) return;
-  if (!out.empty() && out.back().kind == ToolEvent::Kind::arguments && out.back().index == calls_ - 1) out.back().text += text;
+  if (!out.empty() && out.back().kind == ToolEvent::Kind::arguments &&
+      out.back().index == calls_ - 1)
+    out.back().text += text;
   else out.push_back({ToolEvent::Kind::arguments, calls_ - 1, std::move(text)});
 }
 
@@ -274,10 +279,15 @@ void ToolCallParser::drain(bool final, std::vector<ToolEvent>& out) {
         if (m == Match::more && !final) return;
         if (m == Match::more && cut_off()) continue;
         if (m == Match::ok) {
-          const json call = json::parse(std::string_view(buffer_).substr(begin, end - begin), nullptr, false);
-          const json* args = call.is_object() && call.contains("arguments") ? &call["arguments"] : nullptr;
-          if (call.is_object() && call.contains("name") && call["name"].is_string() && find(call["name"].get<std::string>()) &&
-              args && (args->is_object() || (args->is_string() && json::parse(args->get<std::string>(), nullptr, false).is_object()))) {
+          const json call =
+              json::parse(std::string_view(buffer_).substr(begin, end - begin), nullptr, false);
+          const json* args =
+              call.is_object() && call.contains("arguments") ? &call["arguments"] : nullptr;
+          if (call.is_object() && call.contains("name") && call["name"].is_string() &&
+              find(call["name"].get<std::string>()) && args &&
+              (args->is_object() ||
+               (args->is_string() &&
+                json::parse(args->get<std::string>(), nullptr, false).is_object()))) {
             start_call(call["name"].get<std::string>(), out);
             arguments(args->is_string() ? args->get<std::string>() : args->dump(), out);
             buffer_.erase(0, end);
@@ -375,15 +385,20 @@ void ToolCallParser::drain(bool final, std::vector<ToolEvent>& out) {
         const size_t close = buffer_.find("</parameter>");
         if (close == std::string::npos && !final) return;
         std::string value = buffer_.substr(0, close == std::string::npos ? buffer_.size() : close);
-        buffer_.erase(0, close == std::string::npos ? buffer_.size() : close + std::string_view("</parameter>").size());
+        buffer_.erase(0, close == std::string::npos
+                             ? buffer_.size()
+                             : close + std::string_view("</parameter>").size());
         if (value.starts_with('\n')) value.erase(0, 1);
         if (value.ends_with('\n')) value.pop_back();
-        const json& props = spec_ && spec_->parameters.is_object() && spec_->parameters.contains("properties")
-                                ? spec_->parameters["properties"]
-                                : json::object();
-        const bool as_string = props.is_object() && props.contains(parameter_) && string_typed(props[parameter_]);
+        const json& props =
+            spec_ && spec_->parameters.is_object() && spec_->parameters.contains("properties")
+                ? spec_->parameters["properties"]
+                : json::object();
+        const bool as_string =
+            props.is_object() && props.contains(parameter_) && string_typed(props[parameter_]);
         json parsed = as_string ? json() : json::parse(value, nullptr, false);
-        const std::string text = as_string || parsed.is_discarded() ? json(value).dump() : parsed.dump();
+        const std::string text =
+            as_string || parsed.is_discarded() ? json(value).dump() : parsed.dump();
         arguments((wrote_parameter_ ? ", " : "{") + json(parameter_).dump() + ": " + text, out);
         wrote_parameter_ = true;
         state_ = State::xml_body;
@@ -393,7 +408,8 @@ void ToolCallParser::drain(bool final, std::vector<ToolEvent>& out) {
   }
 }
 
-std::string tool_call_rule(ToolSyntax syntax, const std::vector<ToolSpec>& tools, bool parallel, JsonSchemaGrammar& g) {
+std::string tool_call_rule(ToolSyntax syntax, const std::vector<ToolSpec>& tools, bool parallel,
+                           JsonSchemaGrammar& g) {
   std::string calls;
   for (size_t i = 0; i < tools.size(); ++i) {
     const ToolSpec& tool = tools[i];
@@ -407,16 +423,20 @@ std::string tool_call_rule(ToolSyntax syntax, const std::vector<ToolSpec>& tools
     };
     std::string body;
     if (syntax == ToolSyntax::json) {
-      const std::string args = tool.parameters.is_null() ? g.add_rule(prefix + "-none", R"("{" ws "}")") : compile(tool.parameters, prefix);
+      const std::string args = tool.parameters.is_null()
+                                   ? g.add_rule(prefix + "-none", R"("{" ws "}")")
+                                   : compile(tool.parameters, prefix);
       g.common("ws");
-      body = grammar_literal("\n{\"name\": " + json(tool.name).dump() + ", \"arguments\": ") + " " + args + " " +
-             grammar_literal("}\n");
+      body = grammar_literal("\n{\"name\": " + json(tool.name).dump() + ", \"arguments\": ") + " " +
+             args + " " + grammar_literal("}\n");
     } else {
       body = grammar_literal("\n<function=" + tool.name + ">\n");
       const json& params = tool.parameters;
       if (!params.is_null()) {
         if (!params.is_object() || !params.value("properties", json::object()).is_object())
-          throw Error(ErrorKind::unsupported, "tools[" + std::to_string(i) + "].function.parameters: must be an object schema");
+          throw Error(
+              ErrorKind::unsupported,
+              "tools[" + std::to_string(i) + "].function.parameters: must be an object schema");
         std::set<std::string> required;
         for (auto& r : params.value("required", json::array()))
           if (r.is_string()) required.insert(r.get<std::string>());
@@ -427,16 +447,20 @@ std::string tool_call_rule(ToolSyntax syntax, const std::vector<ToolSpec>& tools
           const std::string rule = prefix + "-x" + std::to_string(k++);
           if (string_typed(schema) && schema.contains("enum")) {
             std::string alts;
-            for (auto& v : schema["enum"]) alts += (alts.empty() ? "" : " | ") + grammar_literal(v.get<std::string>());
+            for (auto& v : schema["enum"])
+              alts += (alts.empty() ? "" : " | ") + grammar_literal(v.get<std::string>());
             value = g.add_rule(rule, alts);
           } else if (string_typed(schema) && !schema.contains("format")) {
             const int lo = schema.value("minLength", 0), hi = schema.value("maxLength", -1);
-            value = g.add_rule(rule, hi < 0 && lo == 0 ? R"(( [^<] | "<" [^/] )*)"
-                                                       : "[^<]{" + std::to_string(lo) + "," + (hi < 0 ? "" : std::to_string(hi)) + "}");
+            value =
+                g.add_rule(rule, hi < 0 && lo == 0 ? R"(( [^<] | "<" [^/] )*)"
+                                                   : "[^<]{" + std::to_string(lo) + "," +
+                                                         (hi < 0 ? "" : std::to_string(hi)) + "}");
           } else {
             value = compile(schema, rule);
           }
-          const std::string item = grammar_literal("<parameter=" + name + ">\n") + " " + value + " " + grammar_literal("\n</parameter>\n");
+          const std::string item = grammar_literal("<parameter=" + name + ">\n") + " " + value +
+                                   " " + grammar_literal("\n</parameter>\n");
           body += " " + (required.count(name) ? item : "( " + item + " )?");
         }
       }

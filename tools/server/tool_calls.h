@@ -15,7 +15,8 @@ namespace qwen3::server {
 
 enum class ToolSyntax {
   json,  // Qwen3: <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>
-  xml,   // Qwen3.5: <tool_call>\n<function=NAME>\n<parameter=ARG>\nvalue\n</parameter>\n</function>\n</tool_call>
+  xml,   // Qwen3.5:
+        // <tool_call>\n<function=NAME>\n<parameter=ARG>\nvalue\n</parameter>\n</function>\n</tool_call>
 };
 
 // The syntax a model's chat template teaches: XML when it writes "<function=", else JSON.
@@ -50,14 +51,24 @@ class ToolCallParser {
   size_t calls() const { return calls_; }
 
  private:
-  enum class State { text, header, object, arguments, tail, close_tag, xml_header, xml_body, xml_value };
+  enum class State {
+    text,
+    header,
+    object,
+    arguments,
+    tail,
+    close_tag,
+    xml_header,
+    xml_body,
+    xml_value
+  };
   void drain(bool final, std::vector<ToolEvent>& out);
   void content(std::string_view text, std::vector<ToolEvent>& out);
   void start_call(const std::string& name, std::vector<ToolEvent>& out);
   void arguments(std::string text, std::vector<ToolEvent>& out);
   const ToolSpec* find(std::string_view name) const;
   bool not_markup(std::vector<ToolEvent>& out);  // gives the held "<tool_call>" back as text
-  bool cut_off();                                 // drops markup the end of the reply cut short
+  bool cut_off();                                // drops markup the end of the reply cut short
   bool match_tail(bool final, std::vector<ToolEvent>& out);
 
   ToolSyntax syntax_;
@@ -79,6 +90,7 @@ class ToolCallParser {
 // Grammar rules for tool calls in `syntax` to one of `tools` (each with its parameters schema),
 // added to `g`; returns the rule for one or more calls (one only unless `parallel`). Throws
 // Error(unsupported) from a parameters schema, with the tool's index in the message.
-std::string tool_call_rule(ToolSyntax syntax, const std::vector<ToolSpec>& tools, bool parallel, JsonSchemaGrammar& g);
+std::string tool_call_rule(ToolSyntax syntax, const std::vector<ToolSpec>& tools, bool parallel,
+                           JsonSchemaGrammar& g);
 
 }  // namespace qwen3::server

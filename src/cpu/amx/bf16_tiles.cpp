@@ -27,14 +27,15 @@ namespace qwen3::cpu {
 
 namespace {
 
-constexpr int kChunk = 32;                         // bf16 elements of K per tile row
-constexpr int kTile = 16;                          // rows and columns of a tile
-constexpr size_t kTileElems = kTile * kChunk;      // bf16 elements of one A or B tile (1 KiB)
+constexpr int kChunk = 32;                            // bf16 elements of K per tile row
+constexpr int kTile = 16;                             // rows and columns of a tile
+constexpr size_t kTileElems = kTile * kChunk;         // bf16 elements of one A or B tile (1 KiB)
 constexpr size_t kTokenBlockBytes = size_t(3) << 19;  // x's column tiles taken per pass over W
 
 int chunks_of(int K) { return (K + kChunk - 1) / kChunk; }
 
-// Tokens per column tile with Parts columns each: 5 for exact activations (a spare column), 16 rounded.
+// Tokens per column tile with Parts columns each: 5 for exact activations (a spare column), 16
+// rounded.
 template <int Parts>
 constexpr int tile_tokens() {
   return kTile / Parts;
@@ -67,8 +68,9 @@ void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
   (void)T;
   auto* o = reinterpret_cast<int32_t*>(out);  // pairs
   const int chunks = chunks_of(K);
-  const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(kTile));
+  const __m512i rows =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(kTile));
   for (int t = t0; t < t1; ++t) {
     const float* src = x + size_t(t) * K;
     const int column = t % tile_tokens<Parts>() * Parts;
@@ -78,10 +80,13 @@ void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
       __m512 lo, hi;
       load_up_to_32(src + k, std::min(kChunk, K - k), lo, hi);
       for (int p = 0; p < Parts; ++p) {
-        const __m512i part = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // to nearest even, in order of k
+        const __m512i part =
+            (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // to nearest even, in order of k
         _mm512_i32scatter_epi32(tile + size_t(c) * kTileElems / 2 + column + p, rows, part, 4);
         if (p + 1 < Parts) {  // what rounding left: exact (Sterbenz), the next part's input
-          auto widen = [](__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); };
+          auto widen = [](__m256i h) {
+            return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+          };
           lo = _mm512_sub_ps(lo, widen(_mm512_castsi512_si256(part)));
           hi = _mm512_sub_ps(hi, widen(_mm512_extracti64x4_epi64(part, 1)));
         }
@@ -93,15 +98,18 @@ void prepare_x(const float* x, int T, int K, int t0, int t1, float* out) {
 template <int Parts>
 size_t prepared_floats(int T, int K) {
   const size_t amx = column_tiles<Parts>(T) * chunks_of(K) * kTileElems / 2;
-  return std::max(amx, ops::avx512_kernels().prepared_floats(T, K));  // the f32 / f16 weights' layout too
+  return std::max(
+      amx, ops::avx512_kernels().prepared_floats(T, K));  // the f32 / f16 weights' layout too
 }
 
-// NA bands of 16 W rows (a0, a1: chunk ch at + ch * a_step, each row `lda` bytes on) by NB column tiles (b0, b1) over all
-// chunks; the 16 x 16 sums of band a and tile b go to c + (a * NB + b) * 256. `next` (when not
-// null) is fetched into L2 along the way, `next_bytes` of it: the rows that stream in after these.
+// NA bands of 16 W rows (a0, a1: chunk ch at + ch * a_step, each row `lda` bytes on) by NB column
+// tiles (b0, b1) over all chunks; the 16 x 16 sums of band a and tile b go to c + (a * NB + b) *
+// 256. `next` (when not null) is fetched into L2 along the way, `next_bytes` of it: the rows that
+// stream in after these.
 template <int NA, int NB>
-void tile_products(const uint16_t* a0, const uint16_t* a1, size_t a_step, size_t lda, const uint16_t* b0, const uint16_t* b1,
-                   int chunks, const char* next, size_t next_bytes, float* c) {
+void tile_products(const uint16_t* a0, const uint16_t* a1, size_t a_step, size_t lda,
+                   const uint16_t* b0, const uint16_t* b1, int chunks, const char* next,
+                   size_t next_bytes, float* c) {
   _tile_zero(0);
   if constexpr (NB == 2) _tile_zero(1);
   if constexpr (NA == 2) _tile_zero(2);
@@ -157,7 +165,8 @@ void column_products(const uint16_t* a, size_t lda, const uint16_t* b, int chunk
   _tile_stored(3, c + 768, 64);
 }
 
-// y rows of column tile j's tokens, outputs n + [0, rows), from the tile's sums s [16 rows of W][16 columns].
+// y rows of column tile j's tokens, outputs n + [0, rows), from the tile's sums s [16 rows of W][16
+// columns].
 template <int Parts>
 void store_sums(const float* s, int j, int T, int n, int rows, float* y, int ldy) {
   __m512 v[kTile];
@@ -175,16 +184,18 @@ void store_sums(const float* s, int j, int T, int n, int rows, float* y, int ldy
 // W rows [r0, r0 + rows), rows <= 32, as two bands of A tiles [band][chunk][16 rows][32 bf16],
 // zero past the rows and K: tile loads then read whole lines 64 bytes apart, not 16 rows' lines
 // a row stride apart (a power of two that crowds them into a few L1 sets).
-const uint16_t* pack_bands(const uint16_t* w, int K, int r0, int rows, std::vector<uint16_t>& pack) {
+const uint16_t* pack_bands(const uint16_t* w, int K, int r0, int rows,
+                           std::vector<uint16_t>& pack) {
   const int chunks = chunks_of(K);
   pack.resize(2 * size_t(chunks) * kTileElems);
   for (int a = 0; a < 2; ++a)
     for (int ch = 0; ch < chunks; ++ch)
       for (int r = 0; r < kTile; ++r) {
         const int row = a * kTile + r, n = std::min(kChunk, K - ch * kChunk);
-        const __m512i v = row < rows ? _mm512_maskz_loadu_epi16(_cvtu32_mask32(n == 32 ? ~0u : (1u << n) - 1),
-                                                                 w + size_t(r0 + row) * K + ch * kChunk)
-                                     : _mm512_setzero_si512();
+        const __m512i v =
+            row < rows ? _mm512_maskz_loadu_epi16(_cvtu32_mask32(n == 32 ? ~0u : (1u << n) - 1),
+                                                  w + size_t(r0 + row) * K + ch * kChunk)
+                       : _mm512_setzero_si512();
         _mm512_storeu_si512(&pack[(size_t(a * chunks + ch) * kTile + r) * kChunk], v);
       }
   return pack.data();
@@ -194,7 +205,8 @@ const uint16_t* pack_bands(const uint16_t* w, int K, int r0, int rows, std::vect
 // pair of 16-row bands meets the block's tiles two at a time. A prompt's bands are packed first;
 // decode's single tile reads them in place, fetching the next bands into L2 as it goes.
 template <int Parts>
-void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int n1, float* y, int ldy) {
+void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int n1, float* y,
+            int ldy) {
   (void)lead;  // tile loads take any address: no lead
   configure_tiles();
   const auto* x = reinterpret_cast<const uint16_t*>(xf);
@@ -213,8 +225,8 @@ void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int
         const size_t lda = size_t(K) * sizeof(uint16_t);
         const uint16_t* a = w + size_t(n) * K;
         const size_t next_bytes = size_t(std::clamp(n1 - n - 4 * kTile, 0, 4 * kTile)) * lda;
-        column_products(a, lda, b_at(j0), chunks, reinterpret_cast<const char*>(a + size_t(4 * kTile) * K), next_bytes,
-                        sums);
+        column_products(a, lda, b_at(j0), chunks,
+                        reinterpret_cast<const char*>(a + size_t(4 * kTile) * K), next_bytes, sums);
         for (int band = 0; band < 4; ++band)
           store_sums<Parts>(sums + band * kTile * kTile, j0, T, n + band * kTile, kTile, y, ldy);
       }
@@ -226,18 +238,28 @@ void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int
       const char* next = nullptr;
       size_t next_bytes = 0;
       if (in_place) {
-        a0 = w + size_t(n) * K, a1 = a0 + size_t(kTile) * K, a_step = kChunk, lda = size_t(K) * sizeof(uint16_t);
+        a0 = w + size_t(n) * K, a1 = a0 + size_t(kTile) * K, a_step = kChunk,
+        lda = size_t(K) * sizeof(uint16_t);
         next = reinterpret_cast<const char*>(a0 + size_t(2 * kTile) * K);
         next_bytes = size_t(std::clamp(n1 - n - 2 * kTile, 0, 2 * kTile)) * lda;
       } else {
-        a0 = pack_bands(w, K, n, rows, pack), a1 = a0 + size_t(chunks) * kTileElems, a_step = kTileElems, lda = 64;
+        a0 = pack_bands(w, K, n, rows, pack), a1 = a0 + size_t(chunks) * kTileElems,
+        a_step = kTileElems, lda = 64;
       }
       for (int j = j0; j < j1; j += 2) {
         const bool two = j + 1 < j1;
-        if (rows1 && two) tile_products<2, 2>(a0, a1, a_step, lda, b_at(j), b_at(j + 1), chunks, next, next_bytes, sums);
-        else if (rows1) tile_products<2, 1>(a0, a1, a_step, lda, b_at(j), nullptr, chunks, next, next_bytes, sums);
-        else if (two) tile_products<1, 2>(a0, nullptr, a_step, lda, b_at(j), b_at(j + 1), chunks, next, next_bytes, sums);
-        else tile_products<1, 1>(a0, nullptr, a_step, lda, b_at(j), nullptr, chunks, next, next_bytes, sums);
+        if (rows1 && two)
+          tile_products<2, 2>(a0, a1, a_step, lda, b_at(j), b_at(j + 1), chunks, next, next_bytes,
+                              sums);
+        else if (rows1)
+          tile_products<2, 1>(a0, a1, a_step, lda, b_at(j), nullptr, chunks, next, next_bytes,
+                              sums);
+        else if (two)
+          tile_products<1, 2>(a0, nullptr, a_step, lda, b_at(j), b_at(j + 1), chunks, next,
+                              next_bytes, sums);
+        else
+          tile_products<1, 1>(a0, nullptr, a_step, lda, b_at(j), nullptr, chunks, next, next_bytes,
+                              sums);
         const int nb = two ? 2 : 1;
         for (int a = 0; a < (rows1 ? 2 : 1); ++a)
           for (int b = 0; b < nb; ++b)
@@ -264,7 +286,8 @@ bool amx_usable() {
     __cpuid_count(7, 0, a, b, c, d);
     constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
     if ((d & (kAmxBf16 | kAmxTile)) != (kAmxBf16 | kAmxTile)) return false;
-    constexpr long kRequestPermission = 0x1023, kTileData = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+    constexpr long kRequestPermission = 0x1023,
+                   kTileData = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
     return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
   }();
   return usable;

@@ -26,12 +26,19 @@ struct Avx2 {
     return _mm256_blendv_ps(v, _mm256_maskload_ps(p, in), _mm256_castsi256_ps(in));
   }
   // 2 x lanes bf16 values as 32-bit pairs; of those, the even elements (a shift), the odd (a mask).
-  static V load_pairs(const uint16_t* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  static V bf16_even(V pairs) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(pairs), 16)); }
-  static V bf16_odd(V pairs) {
-    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_castps_si256(pairs), _mm256_set1_epi32(int(0xffff0000u))));
+  static V load_pairs(const uint16_t* p) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
   }
-  static V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static V bf16_even(V pairs) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(pairs), 16));
+  }
+  static V bf16_odd(V pairs) {
+    return _mm256_castsi256_ps(
+        _mm256_and_si256(_mm256_castps_si256(pairs), _mm256_set1_epi32(int(0xffff0000u))));
+  }
+  static V load_f16(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   // v[i] = lane i of v[0 .. 7]: in-lane pairs, then pairs of pairs, then the 128-bit halves.
   static void transpose(V v[8]) {
     V a[8], b[8];
@@ -52,8 +59,11 @@ struct Avx2 {
   }
   // The even- and the odd-indexed elements of the 2 x lanes floats a, b.
   static void deinterleave(V a, V b, V& even, V& odd) {
-    auto in_order = [](V v) { return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xd8)); };
-    even = in_order(_mm256_shuffle_ps(a, b, 0x88));  // a0 a2 b0 b2 | a4 a6 b4 b6, then the middle halves swapped
+    auto in_order = [](V v) {
+      return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), 0xd8));
+    };
+    even = in_order(_mm256_shuffle_ps(
+        a, b, 0x88));  // a0 a2 b0 b2 | a4 a6 b4 b6, then the middle halves swapped
     odd = in_order(_mm256_shuffle_ps(a, b, 0xdd));
   }
   static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }
@@ -71,12 +81,14 @@ struct Avx2 {
     V s1[4], s2[2];
     for (int k = 0; k < 4; ++k) {
       const V a = u(2 * k), b = u(2 * k + 1);
-      s1[k] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));  // (i, i + 4)
+      s1[k] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20),
+                            _mm256_permute2f128_ps(a, b, 0x31));  // (i, i + 4)
     }
     for (int k = 0; k < 2; ++k)  // (i, i + 2)
       s2[k] = _mm256_add_ps(_mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0x44),
                             _mm256_shuffle_ps(s1[2 * k], s1[2 * k + 1], 0xee));
-    return _mm256_add_ps(_mm256_shuffle_ps(s2[0], s2[1], 0x88), _mm256_shuffle_ps(s2[0], s2[1], 0xdd));  // (i, i + 1)
+    return _mm256_add_ps(_mm256_shuffle_ps(s2[0], s2[1], 0x88),
+                         _mm256_shuffle_ps(s2[0], s2[1], 0xdd));  // (i, i + 1)
   }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
@@ -91,9 +103,12 @@ struct Avx2 {
   static V min(V a, V b) { return _mm256_min_ps(a, b); }
   static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V ldexp(V p, V n) {  // n added to the exponent bits
-    return mul(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+    return mul(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
   }
-  static V zero_below(V v, V x, float limit) { return _mm256_and_ps(_mm256_cmp_ps(x, set1(limit), _CMP_GE_OQ), v); }
+  static V zero_below(V v, V x, float limit) {
+    return _mm256_and_ps(_mm256_cmp_ps(x, set1(limit), _CMP_GE_OQ), v);
+  }
 };
 
 }  // namespace

@@ -1,4 +1,5 @@
-// AVX2 instantiation of the integer kernels: half a row group per 256-bit vector, maddubs + madd, 4 tokens a tile.
+// AVX2 instantiation of the integer kernels: half a row group per 256-bit vector, maddubs + madd, 4
+// tokens a tile.
 #include <immintrin.h>
 
 #include <cstring>
@@ -17,14 +18,17 @@ struct Avx2Int8 {
   static I zero_i() { return _mm256_setzero_si256(); }
   static V zero() { return _mm256_setzero_ps(); }
   static I splat32(int32_t v) { return _mm256_set1_epi32(v); }
-  static I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I load(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
   static I bcast4(const int8_t* p) {
     int32_t v;
     std::memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
   }
   static I udot(I u, I s, I acc) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+    return _mm256_add_epi32(acc,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
   }
   static I abs8(I v) { return _mm256_abs_epi8(v); }
   static I sign8(I x, I w) { return _mm256_sign_epi8(x, w); }
@@ -32,7 +36,9 @@ struct Avx2Int8 {
   static I nib_lo(I v) { return _mm256_and_si256(v, _mm256_set1_epi8(0x0f)); }
   static I nib_hi(I v) { return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f)); }
   static I add32(I a, I b) { return _mm256_add_epi32(a, b); }
-  static V scales(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static V scales(const uint8_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   static V set1(float a) { return _mm256_set1_ps(a); }
   static V cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -47,7 +53,8 @@ struct Avx2Int8 {
     V v[4];
     const V sign = _mm256_set1_ps(-0.0f);
     V m = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i] = _mm256_loadu_ps(x + 8 * i)));
+    for (int i = 0; i < 4; ++i)
+      m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i] = _mm256_loadu_ps(x + 8 * i)));
     const __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     const __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     const float amax = _mm_cvtss_f32(_mm_max_ss(m2, _mm_movehdup_ps(m2)));
@@ -56,9 +63,11 @@ struct Avx2Int8 {
     I qi[4];  // cvtps rounds to nearest even, as nearbyint does in the default rounding mode
     for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
     // packs work within 128-bit lanes: the permute puts the four groups of 8 back in order.
-    const I packed = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q),
-                        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    const I packed =
+        _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(q),
+        _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
     const I s = _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]), _mm256_add_epi32(qi[2], qi[3]));
     const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
     const __m128i s2 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));

@@ -19,7 +19,9 @@ struct Avx512 {
   // decoding together) take 2 W rows, fewer streams for as little arithmetic: their products 1.13x
   // and 1.08x faster than with 8 and 6 rows, batched decode of 2 and 3 sequences ~7% faster; from
   // 4 rows of x on, fewer W rows gain nothing.
-  static constexpr int nr(int mr) { return mr == 1 ? 1 : mr <= 3 ? 2 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3; }
+  static constexpr int nr(int mr) {
+    return mr == 1 ? 1 : mr <= 3 ? 2 : mr <= 4 ? 6 : mr <= 6 ? 4 : 3;
+  }
   // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.
   static constexpr int packed_mr = 12, packed_nr = 2, packed_min_tokens = 96;
   static V zero() { return _mm512_setzero_ps(); }
@@ -32,7 +34,9 @@ struct Avx512 {
   }
   // 2 x lanes bf16 values as 32-bit pairs; of those, the even elements (a shift), the odd (a mask).
   static V load_pairs(const uint16_t* p) { return _mm512_castsi512_ps(_mm512_loadu_si512(p)); }
-  static V bf16_even(V pairs) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(pairs), 16)); }
+  static V bf16_even(V pairs) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(pairs), 16));
+  }
   static V bf16_odd(V pairs) {  // a masked move, not an AND: no register held for the mask
     return _mm512_castsi512_ps(_mm512_maskz_mov_epi16(0xaaaaaaaau, _mm512_castps_si512(pairs)));
   }
@@ -53,8 +57,10 @@ struct Avx512 {
         b[k + 2 * m + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(a[k + m]), pd(a[k + m + 2])));
       }
     for (int m = 0; m < 4; ++m) {
-      const V d = _mm512_shuffle_f32x4(b[m], b[4 + m], 0x88), e = _mm512_shuffle_f32x4(b[m], b[4 + m], 0xdd);
-      const V f = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0x88), g = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0xdd);
+      const V d = _mm512_shuffle_f32x4(b[m], b[4 + m], 0x88),
+              e = _mm512_shuffle_f32x4(b[m], b[4 + m], 0xdd);
+      const V f = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0x88),
+              g = _mm512_shuffle_f32x4(b[8 + m], b[12 + m], 0xdd);
       v[m] = _mm512_shuffle_f32x4(d, f, 0x88);
       v[4 + m] = _mm512_shuffle_f32x4(e, g, 0x88);
       v[8 + m] = _mm512_shuffle_f32x4(d, f, 0xdd);
@@ -69,7 +75,8 @@ struct Avx512 {
   }
   static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float hsum(V v) { return _mm512_reduce_add_ps(v); }
-  // Lane j: hsum(v[j]) with hsum's very additions, four levels at once for all 16 (45 instructions, not 16 x 8).
+  // Lane j: hsum(v[j]) with hsum's very additions, four levels at once for all 16 (45 instructions,
+  // not 16 x 8).
   [[gnu::always_inline]] static V hsum_lanes(const V v[16]) {
     // The fold leaves hsum(u[m]) in lane 4 (m % 4) + m / 4; taking u[m] = v[4 (m % 4) + m / 4]
     // puts hsum(v[j]) in lane j.
@@ -77,7 +84,8 @@ struct Avx512 {
     V s1[8], s2[4], s3[2];
     for (int k = 0; k < 8; ++k) {
       const V a = u(2 * k), b = u(2 * k + 1);
-      s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));  // (i, i + 8)
+      s1[k] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44),
+                            _mm512_shuffle_f32x4(a, b, 0xee));  // (i, i + 8)
     }
     for (int k = 0; k < 4; ++k)  // (i, i + 4)
       s2[k] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * k], s1[2 * k + 1], 0x88),
@@ -85,7 +93,8 @@ struct Avx512 {
     for (int k = 0; k < 2; ++k)  // (i, i + 2)
       s3[k] = _mm512_add_ps(_mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0x44),
                             _mm512_shuffle_ps(s2[2 * k], s2[2 * k + 1], 0xee));
-    return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88), _mm512_shuffle_ps(s3[0], s3[1], 0xdd));  // (i, i + 1)
+    return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88),
+                         _mm512_shuffle_ps(s3[0], s3[1], 0xdd));  // (i, i + 1)
   }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
@@ -94,7 +103,9 @@ struct Avx512 {
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static float hmax(V v) { return _mm512_reduce_max_ps(v); }
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
-  static V round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V round(V v) {
+    return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
   static V ldexp(V p, V n) { return _mm512_scalef_ps(p, n); }
   static V zero_below(V v, V x, float limit) {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, set1(limit), _CMP_GE_OQ), v);

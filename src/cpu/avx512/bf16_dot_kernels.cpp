@@ -22,7 +22,8 @@ constexpr int kChunk = 32;     // bf16 elements per vector
 constexpr int kBatchRows = 8;  // up to this many rows of x (decode, batched decode) go in one tile
 constexpr int kMR = 6;         // rows of x per tile for prompts
 constexpr int kAheadChunks = 4;  // a prompt tile's x comes from L2: fetched this many chunks ahead
-constexpr size_t kBlockBytes = size_t(640) << 10;  // a prompt's block of x, kept in L2 (1 MiB on Zen 4/5)
+constexpr size_t kBlockBytes = size_t(640)
+                               << 10;  // a prompt's block of x, kept in L2 (1 MiB on Zen 4/5)
 
 int chunks_of(int K) { return (K + kChunk - 1) / kChunk; }
 
@@ -66,8 +67,8 @@ enum class Span { whole, wrap, tail };
 
 // acc[r][c] += x row r . W row c over the chunk at element k. Inlined: acc stays in registers.
 template <int MR, int NR, bool Stream, Span span>
-[[gnu::always_inline]] inline void chunk(const uint16_t* xc, const uint16_t* const* wr, int k, int K,
-                                         __m512 (&acc)[MR][NR]) {
+[[gnu::always_inline]] inline void chunk(const uint16_t* xc, const uint16_t* const* wr, int k,
+                                         int K, __m512 (&acc)[MR][NR]) {
   __m512i wv[NR];
 #pragma GCC unroll 8
   for (int c = 0; c < NR; ++c) {
@@ -77,13 +78,15 @@ template <int MR, int NR, bool Stream, Span span>
       _mm_prefetch(reinterpret_cast<const char*>(at) + kL2PrefetchBytes, _MM_HINT_T1);
     }
     if constexpr (span == Span::whole) wv[c] = _mm512_loadu_si512(at);
-    else if constexpr (span == Span::wrap) wv[c] = _mm512_castps_si512(load_chunk<Avx512, Bf16, true>(wr[c], k, K));
+    else if constexpr (span == Span::wrap)
+      wv[c] = _mm512_castps_si512(load_chunk<Avx512, Bf16, true>(wr[c], k, K));
     else wv[c] = _mm512_maskz_loadu_epi16(_cvtu32_mask32((1u << (K - k)) - 1), at);
   }
   if constexpr (!Stream) {  // W is in L1: x, from L2, is the stream (measured 5-10% faster)
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
-      _mm_prefetch(reinterpret_cast<const char*>(xc + (kAheadChunks * MR + r) * kChunk), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(xc + (kAheadChunks * MR + r) * kChunk),
+                   _MM_HINT_T0);
   }
   // Unrolled, so that acc stays in registers (rolled, GCC keeps it on the stack: 40% slower).
 #pragma GCC unroll 8
@@ -91,13 +94,15 @@ template <int MR, int NR, bool Stream, Span span>
     __m512i xv = _mm512_loadu_si512(xc + r * kChunk);
     in_register(xv);  // one load serves the NR products
 #pragma GCC unroll 8
-    for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], (__m512bh)xv, (__m512bh)wv[c]);
+    for (int c = 0; c < NR; ++c)
+      acc[r][c] = _mm512_dpbf16_ps(acc[r][c], (__m512bh)xv, (__m512bh)wv[c]);
   }
 }
 
 // MR rows of x (a group of `rows`, from its first row's chunk 0 at x) against W rows n .. n+NR-1.
 template <int MR, int NR, bool Stream>
-inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int lead, int n, float* y, int ldy) {
+inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int lead, int n, float* y,
+                 int ldy) {
   __m512 acc[MR][NR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
@@ -110,7 +115,8 @@ inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int lead
   const int full = K / kChunk;
   int ch = 0;
   if (lead) chunk<MR, NR, Stream, Span::wrap>(x_at(ch++), wr, -lead, K, acc);
-  for (; ch < full; ++ch) chunk<MR, NR, Stream, Span::whole>(x_at(ch), wr, ch * kChunk - lead, K, acc);
+  for (; ch < full; ++ch)
+    chunk<MR, NR, Stream, Span::whole>(x_at(ch), wr, ch * kChunk - lead, K, acc);
   if (K % kChunk) chunk<MR, NR, Stream, Span::tail>(x_at(full), wr, full * kChunk, K, acc);
   float sums[MR * NR];
   lane_sums<Avx512>(&acc[0][0], MR * NR, sums);
@@ -119,7 +125,8 @@ inline void tile(const uint16_t* x, int rows, int K, const uint16_t* w, int lead
 }
 
 template <int MR, int NR, bool Stream>
-void row_group(const uint16_t* x, int rows, int K, const uint16_t* w, int lead, int n0, int n1, float* y, int ldy) {
+void row_group(const uint16_t* x, int rows, int K, const uint16_t* w, int lead, int n0, int n1,
+               float* y, int ldy) {
   int n = n0;
   for (; n + NR <= n1; n += NR) tile<MR, NR, Stream>(x, rows, K, w, lead, n, y, ldy);
   for (; n < n1; ++n) tile<MR, 1, Stream>(x, rows, K, w, lead, n, y, ldy);
@@ -127,8 +134,8 @@ void row_group(const uint16_t* x, int rows, int K, const uint16_t* w, int lead, 
 
 // row_group for a number of rows (1 .. MR) known only at run time.
 template <int MR, bool Stream>
-void row_group_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lead, int n0, int n1, float* y,
-                  int ldy) {
+void row_group_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lead, int n0, int n1,
+                  float* y, int ldy) {
   if constexpr (MR > 0) {
     if (rows == MR) return row_group<MR, nr(MR), Stream>(x, rows, K, w, lead, n0, n1, y, ldy);
     row_group_of<MR - 1, Stream>(rows, x, K, w, lead, n0, n1, y, ldy);
@@ -137,7 +144,8 @@ void row_group_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lea
 
 // tile for a number of rows of x (1 .. MR, a whole group) known only at run time.
 template <int MR, int NR, bool Stream>
-void tile_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lead, int n, float* y, int ldy) {
+void tile_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lead, int n, float* y,
+             int ldy) {
   if constexpr (MR > 0) {
     if (rows < MR) return tile_of<MR - 1, NR, Stream>(rows, x, K, w, lead, n, y, ldy);
     tile<MR, NR, Stream>(x, MR, K, w, lead, n, y, ldy);
@@ -147,7 +155,8 @@ void tile_of(int rows, const uint16_t* x, int K, const uint16_t* w, int lead, in
 // Decode's rows in one tile, W streaming past once. A prompt's rows in blocks that stay in L2,
 // W in tiles of NR rows that each block's groups of x meet in turn: the first group streams the
 // W rows from memory (prefetching ahead), the others find them in L1.
-void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int n1, float* y, int ldy) {
+void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int n1, float* y,
+            int ldy) {
   const auto* x = reinterpret_cast<const uint16_t*>(xf);
   const auto* w = static_cast<const uint16_t*>(wv);
   const size_t row = size_t(chunks_of(K)) * kChunk;  // bf16 elements of one prepared row
@@ -158,12 +167,15 @@ void matmul(const float* xf, int T, int K, const void* wv, int lead, int n0, int
     const int t1 = std::min(T, t0 + block);
     int n = n0;
     for (; n + NR <= n1; n += NR) {
-      tile_of<kMR, NR, true>(std::min(kMR, t1 - t0), x + t0 * row, K, w, lead, n, y + size_t(t0) * ldy, ldy);
+      tile_of<kMR, NR, true>(std::min(kMR, t1 - t0), x + t0 * row, K, w, lead, n,
+                             y + size_t(t0) * ldy, ldy);
       for (int t = t0 + kMR; t < t1; t += kMR)
-        tile_of<kMR, NR, false>(std::min(kMR, t1 - t), x + t * row, K, w, lead, n, y + size_t(t) * ldy, ldy);
+        tile_of<kMR, NR, false>(std::min(kMR, t1 - t), x + t * row, K, w, lead, n,
+                                y + size_t(t) * ldy, ldy);
     }
     for (int t = t0; t < t1; t += kMR)  // the last W rows, fewer than NR
-      row_group_of<kMR, false>(std::min(kMR, t1 - t), x + t * row, K, w, lead, n, n1, y + size_t(t) * ldy, ldy);
+      row_group_of<kMR, false>(std::min(kMR, t1 - t), x + t * row, K, w, lead, n, n1,
+                               y + size_t(t) * ldy, ldy);
   }
 }
 

@@ -5,13 +5,14 @@
 namespace qwen3::ops {
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table =
-      with_avx512_quant(cpu::make_table<cpu::Avx512>("avx512"), __builtin_cpu_supports("avx512vnni"));
+  static const KernelTable table = with_avx512_quant(cpu::make_table<cpu::Avx512>("avx512"),
+                                                     __builtin_cpu_supports("avx512vnni"));
   return table;
 }
 
 const KernelTable& avx512_bf16_kernels() {
-  static const KernelTable table = with_avx512_bf16_attention(with_avx512_bf16_dot(avx512_kernels()));
+  static const KernelTable table =
+      with_avx512_bf16_attention(with_avx512_bf16_dot(avx512_kernels()));
   return table;
 }
 

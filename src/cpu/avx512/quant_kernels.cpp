@@ -1,5 +1,5 @@
-// AVX-512 instantiations of the integer kernels: a row group (16 outputs) per 512-bit vector, 8 tokens a tile;
-// VNNI's dpbusd where the CPU has it, AVX512BW's maddubs + madd where it does not.
+// AVX-512 instantiations of the integer kernels: a row group (16 outputs) per 512-bit vector, 8
+// tokens a tile; VNNI's dpbusd where the CPU has it, AVX512BW's maddubs + madd where it does not.
 #include <immintrin.h>
 
 #include <cstring>
@@ -27,15 +27,21 @@ struct Avx512Int8 {
   }
   static I udot(I u, I s, I acc) {
     if constexpr (Vnni) return _mm512_dpbusd_epi32(acc, u, s);
-    else return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+    else
+      return _mm512_add_epi32(acc,
+                              _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
   }
   static I abs8(I v) { return _mm512_abs_epi8(v); }
-  static I sign8(I x, I w) { return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x); }
+  static I sign8(I x, I w) {
+    return _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+  }
   static I xor80(I v) { return _mm512_xor_si512(v, _mm512_set1_epi8(-128)); }
   static I nib_lo(I v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0f)); }
   static I nib_hi(I v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f)); }
   static I add32(I a, I b) { return _mm512_add_epi32(a, b); }
-  static V scales(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V scales(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
   static V set1(float a) { return _mm512_set1_ps(a); }
   static V cvt(I v) { return _mm512_cvtepi32_ps(v); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
@@ -49,7 +55,8 @@ struct Avx512Int8 {
     *d = amax / 127;
     const V id = _mm512_set1_ps(amax > 0 ? 127 / amax : 0);
     // cvtps rounds to nearest even, as nearbyint does in the default rounding mode.
-    const I qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id)), qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, id));
+    const I qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id)),
+            qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, id));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qb));
     *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
@@ -63,7 +70,8 @@ struct Avx512Int8 {
 namespace qwen3::ops {
 
 KernelTable with_avx512_quant(KernelTable t, bool vnni) {
-  return vnni ? cpu::with_quant<cpu::Avx512Int8<true>>(t) : cpu::with_quant<cpu::Avx512Int8<false>>(t);
+  return vnni ? cpu::with_quant<cpu::Avx512Int8<true>>(t)
+              : cpu::with_quant<cpu::Avx512Int8<false>>(t);
 }
 
 }  // namespace qwen3::ops
