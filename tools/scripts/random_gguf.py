@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Write a GGUF v3 file with random weights and the exact shape of a published Qwen3 model.
 
-    /usr/bin/python3 tools/scripts/random_gguf.py --arch qwen3moe --outtype q4_0 \
-        --out /work/gguf/qwen3-30b-a3b-random-q4_0.gguf
-    /usr/bin/python3 tools/scripts/random_gguf.py --arch qwen3 --outtype bf16 \
-        --out /work/gguf/qwen3-0.6b-random-bf16.gguf
+    python3 tools/scripts/random_gguf.py --arch qwen3moe --outtype q4_0 --out qwen3-30b-a3b-random-q4_0.gguf
+    python3 tools/scripts/random_gguf.py --arch qwen3 --outtype bf16 --out qwen3-0.6b-random-bf16.gguf
+
+Needs numpy (Debian: python3-numpy).
 
 Speed does not depend on weight values, so a random file of the real shape runs as fast as the
 real checkpoint, in llama.cpp and in qwen3 alike, without downloading it. The defaults are
