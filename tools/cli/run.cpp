@@ -2,13 +2,16 @@
 // The generated text goes to stdout; the summary, timings and --show-probs tables to stderr.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <iostream>
 #include <iterator>
 
 #include "cli/commands.h"
+#include "cli/json_input.h"
 #include "cli/load_flags.h"
 #include "cli/measure.h"
 #include "cli/model_path.h"
@@ -16,6 +19,7 @@
 #include "qwen3/chat.h"
 #include "qwen3/error.h"
 #include "qwen3/generation.h"
+#include "qwen3/grammar.h"
 
 namespace qwen3::cli {
 
@@ -39,11 +43,37 @@ const char* stop_description(FinishReason r) {
   return "-";
 }
 
+// The constraint of --grammar (grammar text) or --json-schema (a schema file): every token keeps
+// the output inside it, after the reasoning when the chat template lets the model think first.
+GrammarConstraint output_constraint(const std::string& grammar_file, const std::string& schema_file,
+                                    const Tokenizer& tokenizer, bool thinking,
+                                    const std::vector<TokenId>& eos) {
+  std::string text;
+  if (!grammar_file.empty()) {
+    std::ifstream in(grammar_file, std::ios::binary);
+    if (!in) throw Error(ErrorKind::io, grammar_file + ": cannot open file");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  } else {
+    text = json_schema_grammar(read_ordered_json_file(schema_file));
+  }
+  auto vocabulary = std::make_shared<const TokenVocabulary>(tokenizer);
+  GrammarConstraint c;
+  c.grammar = std::make_shared<const TokenGrammar>(Grammar::parse(text), vocabulary);
+  c.think_start = vocabulary->added_token("<think>");
+  c.think_end = vocabulary->added_token("</think>");
+  c.reasoning =
+      thinking ? GrammarConstraint::Reasoning::optional : GrammarConstraint::Reasoning::none;
+  // A complete output ends its turn: <|im_end|> alone where it is an eos token.
+  const TokenId im_end = vocabulary->added_token("<|im_end|>");
+  if (std::find(eos.begin(), eos.end(), im_end) != eos.end()) c.end_tokens = {im_end};
+  return c;
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
   struct Args {
-    std::string model, prompt;
+    std::string model, prompt, grammar_file, schema_file;
     SamplingFlags sampling;
     int show_probs = 0, ctx = 4096;
     LoadFlags load;
@@ -66,6 +96,14 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("-c,--ctx", a->ctx, "Context length (prompt + output), capped by the model")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  auto* grammar =
+      cmd->add_option("--grammar", a->grammar_file,
+                      "Constrain the output to a grammar file (GBNF-like, docs/grammar.md)")
+          ->check(CLI::ExistingFile);
+  cmd->add_option("--json-schema", a->schema_file,
+                  "Constrain the output to one JSON value matching this JSON Schema file")
+      ->check(CLI::ExistingFile)
+      ->excludes(grammar);
   a->load.add_to(*cmd);
   cmd->add_flag("-v,--verbose", a->verbose, "Print the sampling settings and prompt token ids");
   cmd->callback([a] {
@@ -79,6 +117,9 @@ void add_run_command(CLI::App& app) {
     const double load_s = seconds_since(t_load);
     GenerationOptions options = a->sampling.options(dir, model->config());
     options.top_logprobs = a->show_probs;
+    if (!a->grammar_file.empty() || !a->schema_file.empty())
+      options.grammar = output_constraint(a->grammar_file, a->schema_file, tokenizer,
+                                          a->chat && !a->no_think, options.eos);
 
     std::vector<TokenId> ids;
     if (a->chat) {
