@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "qwen3/error.h"
+#include "tokenizer/utf8.h"
 
 namespace qwen3 {
 namespace grammar {
@@ -507,8 +508,8 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<ByteRanges>& out) {
     }
   }
   std::string a, b;
-  append_utf8(a, lo);
-  append_utf8(b, hi);
+  detail::append_utf8(lo, a);
+  detail::append_utf8(hi, b);
   ByteRanges seq;
   for (size_t k = 0; k < a.size(); ++k) seq.push_back({uint8_t(a[k]), uint8_t(b[k])});
   out.push_back(std::move(seq));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "qwen3/error.h"
+#include "tokenizer/utf8.h"
 
 namespace qwen3::grammar {
 namespace {
@@ -14,28 +15,6 @@ Node make(Node::Kind kind, size_t pos) {
   n.pos = pos;
   return n;
 }
-
-}  // namespace
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
-namespace {
 
 class Parser {
  public:
@@ -188,7 +167,7 @@ class Parser {
     if (c == '"') {
       ++i_;
       Node lit = make(Node::Kind::literal, pos);
-      while (i_ < s_.size() && s_[i_] != '"') append_utf8(lit.text, read_char());
+      while (i_ < s_.size() && s_[i_] != '"') detail::append_utf8(read_char(), lit.text);
       if (i_ >= s_.size()) fail(pos, "unterminated literal");
       ++i_;
       return lit;

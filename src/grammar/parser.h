@@ -38,6 +38,4 @@ std::vector<RuleDef> parse_rules(std::string_view text,
 
 [[noreturn]] void syntax_error(std::string_view text, size_t pos, const std::string& message);
 
-void append_utf8(std::string& out, uint32_t cp);
-
 }  // namespace qwen3::grammar
