@@ -58,10 +58,4 @@ std::vector<ops::Matrix> Weights::per_token_matrices(const ModelConfig& c) const
   return out;
 }
 
-uint64_t Weights::bytes_per_token(const ModelConfig& c) const {
-  uint64_t n = 0;
-  for (const ops::Matrix& m : per_token_matrices(c)) n += m.bytes();
-  return n;
-}
-
 }  // namespace qwen3

@@ -23,7 +23,6 @@ struct Weights {
   // The matrices one decoded token reads: each layer's (of an MoE layer, the router and the first
   // num_experts_per_tok experts, as many bytes as any token's choice), then the LM head.
   std::vector<ops::Matrix> per_token_matrices(const ModelConfig& c) const;
-  uint64_t bytes_per_token(const ModelConfig& c) const;
 };
 
 // Sizes w's layers (and their experts) for c.
