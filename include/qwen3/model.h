@@ -114,8 +114,12 @@ class Sequence {
 
   int length() const;
   int max_context() const;
-  // Forgets every cached token from `length` on (to rewind, or to reuse a shared prefix).
-  void truncate(int length);
+  // Forgets every cached token from `length` on (to rewind, or to reuse a shared prefix) and
+  // returns the length kept. A recurrent layer's state cannot be cut back, so a hybrid model's
+  // sequence rewinds to the newest state snapshot at or before `length` (taken at the end of each
+  // prompt step and every 32 decoded tokens): the caller feeds the tokens from the
+  // returned length on again. Attention-only models keep exactly `length`.
+  int truncate(int length);
   size_t bytes() const;  // state memory held
 
   struct State;  // the model layer's (src/model/sequence_state.h)

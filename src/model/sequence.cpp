@@ -60,12 +60,13 @@ Sequence& Sequence::operator=(Sequence&&) noexcept = default;
 int Sequence::length() const { return state_->length; }
 int Sequence::max_context() const { return state_->max_context; }
 
-void Sequence::truncate(int length) {
+int Sequence::truncate(int length) {
   if (length < 0 || length > state_->length)
     throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " +
                                                  std::to_string(state_->length) + " tokens to " +
                                                  std::to_string(length));
   state_->length = length;
+  return length;
 }
 
 void Sequence::State::reserve(int tokens) {

@@ -142,8 +142,7 @@ void add_chat_command(CLI::App& app) {
       ChatOptions chat;
       chat.enable_thinking = thinking;
       const std::vector<TokenId> ids = encode_chat(tmpl, tokenizer, messages, chat);
-      const size_t reused = common_prefix(cached, ids);
-      seq.truncate(static_cast<int>(reused));
+      const size_t reused = seq.truncate(static_cast<int>(common_prefix(cached, ids)));
       if (a->verbose) {
         std::fprintf(stderr, "[prompt ids:");
         for (TokenId id : ids) std::fprintf(stderr, " %d", id);
