@@ -134,7 +134,7 @@ void BM_RmsNormRope(benchmark::State& state) {
   for (auto _ : state) {
     rms_norm(*rt, x.data(), w.data(), 1e-6f, 1, D, x.data());
     rope_angles(100, Dh, 1e6, cos.data(), sin.data());
-    rope(q.data(), H, Dh, cos.data(), sin.data());
+    rope(q.data(), H, Dh, Dh, cos.data(), sin.data());
     benchmark::DoNotOptimize(q.data());
   }
 }

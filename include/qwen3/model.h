@@ -15,7 +15,10 @@ namespace qwen3 {
 using TokenId = int32_t;
 
 // How a layer mixes tokens, and which feed-forward follows it: chosen per layer from config.json.
-enum class Mixer { attention };       // grouped-query attention over a KV cache
+enum class Mixer {
+  attention,        // grouped-query attention over a KV cache
+  gated_delta_net,  // Qwen3.5's linear attention: a fixed-size recurrent state per sequence
+};
 enum class FeedForward { mlp, moe };  // a dense SwiGLU MLP, or a routed mixture of experts
 struct LayerKind {
   Mixer mixer = Mixer::attention;
@@ -25,7 +28,7 @@ struct LayerKind {
 
 // config.json, with Hugging Face's key names.
 struct ModelConfig {
-  std::string model_type;  // "qwen3" or "qwen3_moe"
+  std::string model_type;  // "qwen3", "qwen3_moe", "qwen3_5" or "qwen3_5_moe"
   int hidden_size = 0;
   int intermediate_size = 0;  // of the dense MLP layers
   int num_hidden_layers = 0;
@@ -49,6 +52,26 @@ struct ModelConfig {
   bool norm_topk_prob = false;  // renormalise the chosen experts' probabilities to sum to 1
   int decoder_sparse_step = 1;
   std::vector<int> mlp_only_layers;
+  // Qwen3.5-MoE: a shared expert every token goes through, scaled by sigmoid(shared_expert_gate).
+  int shared_expert_intermediate_size = 0;
+
+  // Qwen3.5 (qwen3_5, qwen3_5_moe; the text model of a nested config.json's text_config).
+  std::string weight_prefix = "model.";  // "model.language_model." in Qwen3.5's checkpoints
+  bool zero_centred_norms = false;       // RMSNorm weights w applied as (1 + w)
+  bool attn_output_gate = false;         // q_proj also gives a gate per head: out *= sigmoid(gate)
+  int rotary_dim =
+      0;  // leading dims of each head that RoPE turns: head_dim * partial_rotary_factor
+  // Gated DeltaNet layers: nk key heads and nv value heads (value head j reads key head
+  // j / (nv / nk)), and a causal convolution of linear_conv_kernel_dim taps.
+  int linear_num_key_heads = 0;
+  int linear_num_value_heads = 0;
+  int linear_key_head_dim = 0;
+  int linear_value_head_dim = 0;
+  int linear_conv_kernel_dim = 0;
+  // How the checkpoint stores an MoE layer's experts: one tensor per expert and projection
+  // (Qwen3-MoE), or packed, mlp.experts.gate_up_proj [E, 2I, D] and down_proj [E, D, I] (the
+  // Qwen3.5-MoE checkpoints). Read from the weights' names when the model loads.
+  bool packed_experts = false;
 
   std::vector<LayerKind> layers;  // [num_hidden_layers], derived from the fields above
 

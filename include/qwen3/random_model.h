@@ -11,8 +11,10 @@
 
 namespace qwen3 {
 
-// A shape to write: config.json's fields. model_type "qwen3" or "qwen3_moe"; layers is derived.
-// Presets: "qwen3-0.6b", "qwen3-30b-a3b", "qwen3-moe-small"; random_model_presets() lists them.
+// A shape to write: config.json's fields. model_type "qwen3", "qwen3_moe", "qwen3_5" or
+// "qwen3_5_moe" (written nested, as Qwen3.5's checkpoints are); layers is derived. Presets:
+// "qwen3-0.6b", "qwen3-30b-a3b", "qwen3-moe-small", and Qwen3.5's published text shapes
+// "qwen3.5-0.8b", "-2b", "-4b", "-9b", "-35b-a3b"; random_model_presets() lists them.
 ModelConfig random_model_preset(const std::string& name);
 std::vector<std::string> random_model_presets();
 

@@ -82,15 +82,82 @@ void read_moe(const Reader& r, ModelConfig& c) {
     c.intermediate_size = r.positive_int("intermediate_size");
 }
 
+// HF: Qwen3_5TextConfig: layer i is linear attention (Gated DeltaNet) or full attention, from
+// layer_types, or when it is absent, full every full_attention_interval-th layer.
+std::vector<Mixer> read_mixers(const Reader& r, int layers) {
+  std::vector<Mixer> mixers;
+  if (r.j.contains("layer_types")) {
+    auto& types = r.j["layer_types"];
+    if (!types.is_array() || types.size() != size_t(layers))
+      r.bad("layer_types",
+            "must list one type per layer (" + std::to_string(layers) + "), got " + types.dump());
+    for (auto& t : types) {
+      if (t == "full_attention") mixers.push_back(Mixer::attention);
+      else if (t == "linear_attention") mixers.push_back(Mixer::gated_delta_net);
+      else
+        r.bad("layer_types",
+              "has " + t.dump() + ", not \"linear_attention\" or \"full_attention\"");
+    }
+    return mixers;
+  }
+  const int interval = r.j.contains("full_attention_interval")
+                           ? r.positive_int("full_attention_interval")
+                           : 4;  // HF's default
+  for (int i = 0; i < layers; ++i)
+    mixers.push_back((i + 1) % interval == 0 ? Mixer::attention : Mixer::gated_delta_net);
+  return mixers;
+}
+
+// Qwen3.5's hybrid text model: zero-centred norms, gated attention with partial RoPE, Gated
+// DeltaNet layers (HF: Qwen3_5TextConfig, Qwen3_5Attention, Qwen3_5GatedDeltaNet).
+void read_hybrid(const Reader& r, ModelConfig& c, FeedForward ffn) {
+  c.weight_prefix = "model.language_model.";
+  c.zero_centred_norms = true;
+  c.attn_output_gate = r.boolean("attn_output_gate", true);
+  c.linear_num_key_heads = r.positive_int("linear_num_key_heads");
+  c.linear_num_value_heads = r.positive_int("linear_num_value_heads");
+  c.linear_key_head_dim = r.positive_int("linear_key_head_dim");
+  c.linear_value_head_dim = r.positive_int("linear_value_head_dim");
+  c.linear_conv_kernel_dim = r.positive_int("linear_conv_kernel_dim");
+  if (c.linear_num_value_heads % c.linear_num_key_heads != 0)
+    r.bad("linear_num_value_heads", "(" + std::to_string(c.linear_num_value_heads) +
+                                        ") must be a multiple of linear_num_key_heads (" +
+                                        std::to_string(c.linear_num_key_heads) + ")");
+  for (Mixer m : read_mixers(r, c.num_hidden_layers)) c.layers.push_back({m, ffn});
+}
+
+void read_qwen35(const Reader& r, ModelConfig& c) {
+  c.intermediate_size = r.positive_int("intermediate_size");
+  read_hybrid(r, c, FeedForward::mlp);
+}
+
+// HF: Qwen3_5MoeSparseMoeBlock: every layer routes to experts (the chosen probabilities always
+// renormalised) and adds a shared expert.
+void read_qwen35_moe(const Reader& r, ModelConfig& c) {
+  c.num_experts = r.positive_int("num_experts");
+  c.num_experts_per_tok = r.positive_int("num_experts_per_tok");
+  c.moe_intermediate_size = r.positive_int("moe_intermediate_size");
+  c.shared_expert_intermediate_size = r.positive_int("shared_expert_intermediate_size");
+  if (c.num_experts_per_tok > c.num_experts)
+    r.bad("num_experts_per_tok", "(" + std::to_string(c.num_experts_per_tok) +
+                                     ") must not exceed num_experts (" +
+                                     std::to_string(c.num_experts) + ")");
+  c.norm_topk_prob = true;
+  read_hybrid(r, c, FeedForward::moe);
+}
+
 struct Architecture {
   const char* model_type;
   const char* class_name;
   void (*read)(const Reader& r, ModelConfig& c);
+  bool nested = false;  // the text model's fields under "text_config", RoPE under rope_parameters
 };
 
 constexpr Architecture kArchitectures[] = {
     {"qwen3", "Qwen3ForCausalLM", read_dense},
     {"qwen3_moe", "Qwen3MoeForCausalLM", read_moe},
+    {"qwen3_5", "Qwen3_5ForConditionalGeneration", read_qwen35, true},
+    {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", read_qwen35_moe, true},
 };
 
 std::string supported() {
@@ -98,6 +165,58 @@ std::string supported() {
   for (const Architecture& a : kArchitectures)
     s += (s.empty() ? "" : ", ") + std::string(a.model_type) + " (" + a.class_name + ")";
   return s;
+}
+
+// RoPE: rope_theta at the top (Qwen3), or with partial_rotary_factor inside rope_parameters
+// (Qwen3.5; its M-RoPE sections turn every dimension by the text position, as plain RoPE does).
+void read_rope(const Reader& t, bool nested, ModelConfig& c) {
+  double factor = nested ? 0.25 : 1.0;  // HF Qwen3_5TextConfig's default
+  if (nested && t.j.contains("partial_rotary_factor"))
+    factor = t.positive_number("partial_rotary_factor");
+  if (nested && t.j.contains("rope_parameters")) {
+    const Reader p{t.j["rope_parameters"], t.file + ": rope_parameters"};
+    if (!p.j.is_object()) t.bad("rope_parameters", "must be an object, got " + p.j.dump());
+    const std::string type = p.j.value("rope_type", std::string("default"));
+    if (type != "default")
+      throw Error(ErrorKind::unsupported, p.file + ": rope_type \"" + type + "\" is not supported");
+    if (p.j.contains("partial_rotary_factor")) factor = p.positive_number("partial_rotary_factor");
+    c.rope_theta = p.positive_number("rope_theta");
+  } else {
+    c.rope_theta = t.positive_number("rope_theta");
+  }
+  if (t.j.contains("rope_scaling") && !t.j["rope_scaling"].is_null())
+    throw Error(ErrorKind::unsupported,
+                t.file + ": rope_scaling " + t.j["rope_scaling"].dump() + " is not supported");
+  if (!nested && c.head_dim % 2 != 0) t.bad("head_dim", "must be even for rotary embeddings");
+  c.rotary_dim = static_cast<int>(c.head_dim * factor);
+  if (factor > 1 || c.rotary_dim < 2 || c.rotary_dim % 2 != 0)
+    t.bad("partial_rotary_factor",
+          "must give an even number of rotary dimensions in (0, head_dim " +
+              std::to_string(c.head_dim) + "], got " + std::to_string(factor));
+}
+
+// tie_word_embeddings: a nested config has it at the top and in text_config; they must agree.
+bool read_tie(const Reader& top, const Reader& text) {
+  bool tied = text.boolean("tie_word_embeddings", false);
+  if (&top.j != &text.j && top.j.contains("tie_word_embeddings")) {
+    const bool outer = top.boolean("tie_word_embeddings", false);
+    if (text.j.contains("tie_word_embeddings") && outer != tied)
+      top.bad("tie_word_embeddings", "disagrees with text_config's");
+    tied = outer;
+  }
+  return tied;
+}
+
+void read_special_tokens(const nlohmann::json& j, ModelConfig& c) {
+  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())
+    c.bos_token_id = j["bos_token_id"];
+  if (j.contains("eos_token_id")) {
+    auto& e = j["eos_token_id"];
+    if (e.is_number_integer()) c.eos_token_id.push_back(e.get<int>());
+    if (e.is_array())
+      for (auto& id : e)
+        if (id.is_number_integer()) c.eos_token_id.push_back(id.get<int>());
+  }
 }
 
 }  // namespace
@@ -124,37 +243,31 @@ ModelConfig ModelConfig::load(const std::filesystem::path& dir) {
                                               " is not supported for model_type " + c.model_type +
                                               " (supported: " + arch->class_name + ")");
   }
-  c.hidden_size = r.positive_int("hidden_size");
-  c.num_hidden_layers = r.positive_int("num_hidden_layers");
-  c.num_attention_heads = r.positive_int("num_attention_heads");
-  c.num_key_value_heads = r.positive_int("num_key_value_heads");
-  c.head_dim = r.positive_int("head_dim");
-  c.vocab_size = r.positive_int("vocab_size");
-  c.max_position_embeddings = r.positive_int("max_position_embeddings");
-  c.rope_theta = r.positive_number("rope_theta");
-  c.rms_norm_eps = r.positive_number("rms_norm_eps");
+  // A nested config's text model: its own object, read like a flat config.
+  if (arch->nested && (!j.contains("text_config") || !j["text_config"].is_object()))
+    throw Error(ErrorKind::format, r.file + ": missing object \"text_config\" (the text model)");
+  const Reader t{arch->nested ? j["text_config"] : j,
+                 arch->nested ? r.file + ": text_config" : r.file};
+  c.hidden_size = t.positive_int("hidden_size");
+  c.num_hidden_layers = t.positive_int("num_hidden_layers");
+  c.num_attention_heads = t.positive_int("num_attention_heads");
+  c.num_key_value_heads = t.positive_int("num_key_value_heads");
+  c.head_dim = t.positive_int("head_dim");
+  c.vocab_size = t.positive_int("vocab_size");
+  c.max_position_embeddings = t.positive_int("max_position_embeddings");
+  c.rms_norm_eps = t.positive_number("rms_norm_eps");
   if (c.num_attention_heads % c.num_key_value_heads != 0)
-    r.bad("num_attention_heads", "must be a multiple of num_key_value_heads");
-  if (c.head_dim % 2 != 0) r.bad("head_dim", "must be even for rotary embeddings");
-  c.tie_word_embeddings = j.value("tie_word_embeddings", false);
-  c.torch_dtype = j.contains("torch_dtype") && j["torch_dtype"].is_string()
-                      ? j["torch_dtype"].get<std::string>()
-                      : std::string("unknown");
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    throw Error(ErrorKind::unsupported,
-                r.file + ": rope_scaling " + j["rope_scaling"].dump() + " is not supported");
-  if (j.value("use_sliding_window", false))
-    throw Error(ErrorKind::unsupported, r.file + ": use_sliding_window is not supported");
-  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())
-    c.bos_token_id = j["bos_token_id"];
-  if (j.contains("eos_token_id")) {
-    auto& e = j["eos_token_id"];
-    if (e.is_number_integer()) c.eos_token_id.push_back(e.get<int>());
-    if (e.is_array())
-      for (auto& id : e)
-        if (id.is_number_integer()) c.eos_token_id.push_back(id.get<int>());
-  }
-  arch->read(r, c);
+    t.bad("num_attention_heads", "must be a multiple of num_key_value_heads");
+  read_rope(t, arch->nested, c);
+  c.tie_word_embeddings = read_tie(r, t);
+  for (const char* key : {"torch_dtype", "dtype"})
+    if (c.torch_dtype.empty() && t.j.contains(key) && t.j[key].is_string())
+      c.torch_dtype = t.j[key].get<std::string>();
+  if (c.torch_dtype.empty()) c.torch_dtype = "unknown";
+  if (t.j.value("use_sliding_window", false))
+    throw Error(ErrorKind::unsupported, t.file + ": use_sliding_window is not supported");
+  read_special_tokens(t.j, c);
+  arch->read(t, c);
   return c;
 }
 
@@ -162,6 +275,10 @@ std::string ModelConfig::summary(const std::string& name) const {
   std::string s = name + " (" + std::to_string(num_hidden_layers) + " layers, " +
                   std::to_string(hidden_size) + " dim, " + std::to_string(num_attention_heads) +
                   " Q heads, " + std::to_string(num_key_value_heads) + " KV heads";
+  const auto linear = std::count_if(layers.begin(), layers.end(), [](const LayerKind& l) {
+    return l.mixer == Mixer::gated_delta_net;
+  });
+  if (linear) s += ", " + std::to_string(linear) + " of them Gated DeltaNet";
   if (num_experts)
     s += ", " + std::to_string(num_experts_per_tok) + " of " + std::to_string(num_experts) +
          " experts";

@@ -1,6 +1,6 @@
 // The forward pass: a model composed of layers, each a token mixer and a feed-forward chosen per
 // layer from config.json (layers.h), between the embeddings and the LM head. Names follow
-// transformers' modeling_qwen3.py and modeling_qwen3_moe.py.
+// transformers' modeling_qwen3.py, modeling_qwen3_moe.py and modeling_qwen3_5(_moe).py.
 #include <chrono>
 #include <set>
 #include <string>
@@ -55,6 +55,9 @@ class Forward {
     ops::rms_norm(step_.rt, x.data(), lw.input_layernorm.data(), eps, T, D, s.h.data());
     switch (lw.kind.mixer) {
       case Mixer::attention: attention(step_, l, lw.self_attn, s.h.data(), s.out.data()); break;
+      case Mixer::gated_delta_net:
+        gated_delta_net(step_, l, lw.linear_attn, s.h.data(), s.out.data());
+        break;
     }
     ops::add(step_.rt, x.data(), s.out.data(), T * D);
     ops::rms_norm(step_.rt, x.data(), lw.post_attention_layernorm.data(), eps, T, D, s.h.data());
@@ -110,12 +113,28 @@ class Forward {
   std::vector<float>& batch_logits_;
 };
 
+// Whether a sequence's state has the shapes of this model's layers.
+bool made_for(const Sequence::State& s, const ModelConfig& c, DType kv_cache) {
+  if (s.layers != c.num_hidden_layers || s.kv_heads != c.num_key_value_heads ||
+      s.head_dim != c.head_dim || s.kv_dtype != kv_cache)
+    return false;
+  const RecurrentState fresh = initial_recurrent_state(c);
+  for (int i = 0; i < s.layers; ++i) {
+    const LayerState& l = s.layer[i];
+    if (l.mixer != c.layers[i].mixer) return false;
+    if (l.mixer == Mixer::gated_delta_net &&
+        (l.rec.conv.size() != fresh.conv.size() || l.rec.ssm.size() != fresh.ssm.size()))
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 size_t Scratch::bytes() const {
   size_t floats = 0;
-  for (const io::Buffer<float>* b :
-       {&x, &h, &out, &q, &k, &v, &ctx, &gate, &up, &router, &routed, &expert_out})
+  for (const io::Buffer<float>* b : {&x, &h, &out, &q, &k, &v, &ctx, &mixed, &z, &conv, &a, &b,
+                                     &gate, &up, &router, &routed, &expert_out})
     floats += b->size();
   return sizeof(float) * floats;
 }
@@ -143,14 +162,17 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   if (options.quant != WeightQuant::none)
     quantize_weights(m->config_, w, quant_dtype(options.quant), options.keep_head, *rt);
   DType kv = DType::f32;
+  const ops::Matrix& any_matrix = w.layers.front().kind.mixer == Mixer::attention
+                                      ? w.layers.front().self_attn.q_proj
+                                      : w.layers.front().linear_attn.in_proj_qkv;
   switch (options.kv_cache) {
     case KvCacheType::f32: kv = DType::f32; break;
     case KvCacheType::f16: kv = DType::f16; break;
     case KvCacheType::bf16: kv = DType::bf16; break;
     case KvCacheType::automatic:
-      kv = bf16_cache                                                    ? DType::bf16
-           : is_block_quantized(w.layers.front().self_attn.q_proj.dtype) ? DType::f16
-                                                                         : DType::f32;
+      kv = bf16_cache                             ? DType::bf16
+           : is_block_quantized(any_matrix.dtype) ? DType::f16
+                                                  : DType::f32;
       break;
   }
   m->impl_ = std::make_unique<Impl>(m->config_, std::move(w), std::move(rt), kv);
@@ -191,8 +213,7 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
     if (!item.sequence)
       throw Error(ErrorKind::invalid_argument, "step: batch item without a sequence");
     const Sequence::State& s = *item.sequence->state_;
-    if (s.layers != config_.num_hidden_layers || s.kv_heads != config_.num_key_value_heads ||
-        s.head_dim != config_.head_dim || s.kv_dtype != impl_->kv_cache)
+    if (!made_for(s, config_, impl_->kv_cache))
       throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
     if (!seen.insert(item.sequence).second)
       throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
@@ -209,7 +230,7 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
                                                      " is outside the vocabulary [0, " +
                                                      std::to_string(config_.vocab_size) + ")");
   }
-  const int half = config_.head_dim / 2;
+  const int half = config_.rotary_dim / 2;
   for (auto& item : batch) {
     Sequence::State& s = *item.sequence->state_;
     rows.item_begin.push_back(rows.T);
@@ -217,7 +238,7 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
       rows.ids.push_back(item.tokens[j]);
       rows.cos.resize(rows.cos.size() + half);
       rows.sin.resize(rows.sin.size() + half);
-      ops::rope_angles(s.length + static_cast<int>(j), config_.head_dim, config_.rope_theta,
+      ops::rope_angles(s.length + static_cast<int>(j), config_.rotary_dim, config_.rope_theta,
                        &rows.cos[rows.cos.size() - half], &rows.sin[rows.sin.size() - half]);
     }
     rows.T += static_cast<int>(item.tokens.size());
@@ -225,7 +246,11 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
     rows.states.push_back(&s);
   }
   Forward(config_, *impl_, batch, rows).run(observer, logits);
-  for (auto& item : batch) item.sequence->state_->length += static_cast<int>(item.tokens.size());
+  for (auto& item : batch) {
+    Sequence::State& s = *item.sequence->state_;
+    s.length += static_cast<int>(item.tokens.size());
+    s.snapshot_after_step(static_cast<int>(item.tokens.size()));
+  }
 }
 
 }  // namespace qwen3

@@ -46,7 +46,85 @@ ModelConfig moe(ModelConfig c, int experts, int per_token, int expert_intermedia
   return c;
 }
 
+// Qwen3.5's published text shapes: head_dim 256 with a quarter of it rotary, rope_theta 1e7,
+// DeltaNet heads of 128, a 4-tap convolution, every fourth layer full attention.
+ModelConfig hybrid(int hidden, int intermediate, int layers, int heads, int kv_heads,
+                   int linear_value_heads, bool tied) {
+  ModelConfig c = dense(hidden, intermediate, layers, heads, kv_heads, tied);
+  c.model_type = "qwen3_5";
+  c.head_dim = 256;
+  c.rotary_dim = 64;
+  c.rope_theta = 1e7;
+  c.vocab_size = 248320;
+  c.max_position_embeddings = 262144;
+  c.linear_num_key_heads = 16;
+  c.linear_num_value_heads = linear_value_heads;
+  c.linear_key_head_dim = c.linear_value_head_dim = 128;
+  c.linear_conv_kernel_dim = 4;
+  c.attn_output_gate = true;
+  return c;
+}
+
+ModelConfig hybrid_moe(ModelConfig c, int experts, int per_token, int expert_intermediate,
+                       int shared_intermediate) {
+  c = moe(c, experts, per_token, expert_intermediate);
+  c.model_type = "qwen3_5_moe";
+  c.shared_expert_intermediate_size = shared_intermediate;
+  return c;
+}
+
+// config.json of a Qwen3.5 checkpoint: the text model nested under text_config.
+nlohmann::json hybrid_config_json(const ModelConfig& c) {
+  const bool is_moe = c.model_type == "qwen3_5_moe";
+  nlohmann::json layer_types = nlohmann::json::array();
+  for (int i = 0; i < c.num_hidden_layers; ++i)
+    layer_types.push_back((i + 1) % 4 == 0 ? "full_attention" : "linear_attention");
+  nlohmann::json text = {{"model_type", is_moe ? "qwen3_5_moe_text" : "qwen3_5_text"},
+                         {"attn_output_gate", c.attn_output_gate},
+                         {"bos_token_id", c.bos_token_id},
+                         {"eos_token_id", c.eos_token_id.front()},
+                         {"dtype", "bfloat16"},
+                         {"full_attention_interval", 4},
+                         {"head_dim", c.head_dim},
+                         {"hidden_act", "silu"},
+                         {"hidden_size", c.hidden_size},
+                         {"layer_types", layer_types},
+                         {"linear_conv_kernel_dim", c.linear_conv_kernel_dim},
+                         {"linear_key_head_dim", c.linear_key_head_dim},
+                         {"linear_num_key_heads", c.linear_num_key_heads},
+                         {"linear_num_value_heads", c.linear_num_value_heads},
+                         {"linear_value_head_dim", c.linear_value_head_dim},
+                         {"max_position_embeddings", c.max_position_embeddings},
+                         {"num_attention_heads", c.num_attention_heads},
+                         {"num_hidden_layers", c.num_hidden_layers},
+                         {"num_key_value_heads", c.num_key_value_heads},
+                         {"rms_norm_eps", c.rms_norm_eps},
+                         {"rope_parameters",
+                          {{"rope_type", "default"},
+                           {"rope_theta", c.rope_theta},
+                           {"partial_rotary_factor", double(c.rotary_dim) / c.head_dim},
+                           {"mrope_interleaved", true},
+                           {"mrope_section", {11, 11, 10}}}},
+                         {"tie_word_embeddings", c.tie_word_embeddings},
+                         {"vocab_size", c.vocab_size}};
+  if (is_moe) {
+    text["num_experts"] = c.num_experts;
+    text["num_experts_per_tok"] = c.num_experts_per_tok;
+    text["moe_intermediate_size"] = c.moe_intermediate_size;
+    text["shared_expert_intermediate_size"] = c.shared_expert_intermediate_size;
+  } else {
+    text["intermediate_size"] = c.intermediate_size;
+  }
+  return {{"architectures",
+           {is_moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration"}},
+          {"model_type", c.model_type},
+          {"text_config", text},
+          {"tie_word_embeddings", c.tie_word_embeddings},
+          {"random_weights", true}};
+}
+
 nlohmann::json config_json(const ModelConfig& c) {
+  if (c.model_type == "qwen3_5" || c.model_type == "qwen3_5_moe") return hybrid_config_json(c);
   const bool is_moe = c.model_type == "qwen3_moe";
   nlohmann::json j = {{"architectures", {is_moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"}},
                       {"attention_bias", false},
@@ -110,13 +188,20 @@ ModelConfig random_model_preset(const std::string& name) {
   if (name == "qwen3-0.6b") return dense(1024, 3072, 28, 16, 8, true);
   if (name == "qwen3-30b-a3b") return moe(dense(2048, 6144, 48, 32, 4, false), 128, 8, 768);
   if (name == "qwen3-moe-small") return moe(dense(512, 1536, 8, 8, 4, false), 32, 4, 256);
+  if (name == "qwen3.5-0.8b") return hybrid(1024, 3584, 24, 8, 2, 16, true);
+  if (name == "qwen3.5-2b") return hybrid(2048, 6144, 24, 8, 2, 16, true);
+  if (name == "qwen3.5-4b") return hybrid(2560, 9216, 32, 16, 4, 32, true);
+  if (name == "qwen3.5-9b") return hybrid(4096, 12288, 32, 16, 4, 32, false);
+  if (name == "qwen3.5-35b-a3b")
+    return hybrid_moe(hybrid(2048, 0, 40, 16, 2, 32, false), 256, 8, 512, 512);
   std::string known;
   for (const std::string& p : random_model_presets()) known += (known.empty() ? "" : ", ") + p;
   throw Error(ErrorKind::invalid_argument, "unknown preset \"" + name + "\" (" + known + ")");
 }
 
 std::vector<std::string> random_model_presets() {
-  return {"qwen3-0.6b", "qwen3-30b-a3b", "qwen3-moe-small"};
+  return {"qwen3-0.6b", "qwen3-30b-a3b", "qwen3-moe-small", "qwen3.5-0.8b",
+          "qwen3.5-2b", "qwen3.5-4b",    "qwen3.5-9b",      "qwen3.5-35b-a3b"};
 }
 
 void write_random_model(const fs::path& out, const ModelConfig& shape,
@@ -140,7 +225,7 @@ void write_random_model(const fs::path& out, const ModelConfig& shape,
   const bool quantized = options.quant != WeightQuant::none;
   const DType to = quantized ? quant_dtype(options.quant) : DType::bf16;
   std::vector<TensorSpec> specs = tensor_specs(c);
-  if (c.tie_word_embeddings && !quantized)  // Qwen3-0.6B's copy of its embeddings
+  if (c.tie_word_embeddings && !quantized && c.model_type == "qwen3")  // Qwen3-0.6B's copy
     specs.insert(specs.begin(),
                  {"lm_head.weight", {c.vocab_size, c.hidden_size}, TensorRole::lm_head});
   std::vector<io::TensorToWrite> tensors;
@@ -161,9 +246,11 @@ void write_random_model(const fs::path& out, const ModelConfig& shape,
     const TensorSpec& s = specs[i];
     uint64_t n = 1;
     for (int64_t d : s.shape) n *= d;
-    values.assign(n, 0x3f80);  // 1.0 in bf16: the norms
+    // Norms of 1 (zero-centred ones store 0); everything else random.
+    values.assign(n, s.role == TensorRole::centred_norm ? 0 : 0x3f80);
     if (s.role == TensorRole::embedding && !embeddings.empty()) values.swap(embeddings);
-    else if (s.role != TensorRole::norm) fill_random(values, state);
+    else if (s.role != TensorRole::norm && s.role != TensorRole::centred_norm)
+      fill_random(values, state);
     if (s.role == TensorRole::lm_head && c.tie_word_embeddings) embeddings = values;
     if (tensors[i].dtype == DType::bf16) return values.data();
     blocks.resize(tensors[i].bytes());

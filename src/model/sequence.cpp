@@ -1,5 +1,5 @@
 // A sequence's per-layer state: KV caches that grow with the tokens they hold, up to the maximum
-// context.
+// context, and the fixed-size states of recurrent layers with their snapshots.
 #include <algorithm>
 #include <string>
 
@@ -51,6 +51,18 @@ Sequence::Sequence(const Model& model, int max_context) : state_(std::make_uniqu
   s.head_dim = c.head_dim;
   s.kv_dtype = model.impl_->kv_cache;
   s.layer.resize(s.layers);
+  for (int i = 0; i < s.layers; ++i) {
+    s.layer[i].mixer = c.layers[i].mixer;
+    if (c.layers[i].mixer == Mixer::gated_delta_net) s.layer[i].rec = initial_recurrent_state(c);
+  }
+}
+
+RecurrentState initial_recurrent_state(const ModelConfig& c) {
+  const size_t channels = size_t(2) * c.linear_num_key_heads * c.linear_key_head_dim +
+                          size_t(c.linear_num_value_heads) * c.linear_value_head_dim;
+  return {std::vector<float>(size_t(c.linear_conv_kernel_dim - 1) * channels),
+          std::vector<float>(size_t(c.linear_num_value_heads) * c.linear_key_head_dim *
+                             c.linear_value_head_dim)};
 }
 
 Sequence::~Sequence() = default;
@@ -61,12 +73,45 @@ int Sequence::length() const { return state_->length; }
 int Sequence::max_context() const { return state_->max_context; }
 
 int Sequence::truncate(int length) {
-  if (length < 0 || length > state_->length)
+  State& s = *state_;
+  if (length < 0 || length > s.length)
     throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " +
-                                                 std::to_string(state_->length) + " tokens to " +
+                                                 std::to_string(s.length) + " tokens to " +
                                                  std::to_string(length));
-  state_->length = length;
-  return length;
+  if (!s.recurrent() || length == s.length) return s.length = length;
+  // Back to the newest snapshot at or before `length`, or to the start.
+  while (!s.snapshots.empty() && s.snapshots.back().length > length) s.snapshots.pop_back();
+  size_t r = 0;
+  for (LayerState& l : s.layer) {
+    if (l.mixer != Mixer::gated_delta_net) continue;
+    if (!s.snapshots.empty()) {
+      l.rec = s.snapshots.back().layers[r++];
+    } else {
+      std::fill(l.rec.conv.begin(), l.rec.conv.end(), 0.0f);
+      std::fill(l.rec.ssm.begin(), l.rec.ssm.end(), 0.0f);
+    }
+  }
+  return s.length = s.snapshots.empty() ? 0 : s.snapshots.back().length;
+}
+
+bool Sequence::State::recurrent() const {
+  return std::any_of(layer.begin(), layer.end(),
+                     [](const LayerState& l) { return l.mixer == Mixer::gated_delta_net; });
+}
+
+void Sequence::State::snapshot_after_step(int tokens_fed) {
+  const bool prompt = tokens_fed > 1;
+  if (!recurrent() || (!prompt && length % kSnapshotInterval != 0)) return;
+  // Two prompt ends (this turn's and the last) and the latest decode interval are what a next
+  // request or chat turn rewinds to; each snapshot is every recurrent layer's state (megabytes).
+  constexpr int kKeep[2] = {1, 2};  // [prompt]: how many of each kind are kept
+  StateSnapshot snap{length, prompt, {}};
+  for (const LayerState& l : layer)
+    if (l.mixer == Mixer::gated_delta_net) snap.layers.push_back(l.rec);
+  snapshots.push_back(std::move(snap));
+  const auto same_kind = [&](const StateSnapshot& x) { return x.prompt == prompt; };
+  if (std::count_if(snapshots.begin(), snapshots.end(), same_kind) > kKeep[prompt])
+    snapshots.erase(std::find_if(snapshots.begin(), snapshots.end(), same_kind));
 }
 
 void Sequence::State::reserve(int tokens) {
@@ -80,6 +125,7 @@ void Sequence::State::reserve(int tokens) {
   const size_t used = size_t(ops::whole_key_blocks(length)) * head_dim * element;
   for (LayerState& l : layer)
     for (auto* cache : {&l.kv.k, &l.kv.v}) {
+      if (l.mixer != Mixer::attention) continue;
       // Zeroed, and each head's cached positions moved to the start of its new, longer part.
       detail::CacheBlock grown(kv_heads * new_head);
       for (int g = 0; g < kv_heads && !cache->empty(); ++g)
@@ -91,7 +137,17 @@ void Sequence::State::reserve(int tokens) {
 
 size_t Sequence::bytes() const {
   const State& s = *state_;
-  return size_t(s.capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2 * s.layers;
+  const auto recurrent_bytes = [](const RecurrentState& r) {
+    return sizeof(float) * (r.conv.size() + r.ssm.size());
+  };
+  size_t n = 0;
+  for (const LayerState& l : s.layer)
+    n += l.mixer == Mixer::attention
+             ? size_t(s.capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2
+             : recurrent_bytes(l.rec);
+  for (const StateSnapshot& snap : s.snapshots)
+    for (const RecurrentState& r : snap.layers) n += recurrent_bytes(r);
+  return n;
 }
 
 }  // namespace qwen3

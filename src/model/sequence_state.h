@@ -38,11 +38,30 @@ struct KvCache {
   detail::CacheBlock k, v;
 };
 
-// Per layer, the state of its kind of mixer (attention: a KV cache; a recurrent layer's state
-// would sit beside it).
-struct LayerState {
-  KvCache kv;
+// A Gated DeltaNet layer's state: fixed-size, whatever the sequence's length.
+struct RecurrentState {
+  std::vector<float> conv;  // [K - 1, C] the convolution's last inputs, oldest first
+  std::vector<float> ssm;   // [nv, dk, dv] the delta rule's state, float32
+  bool operator==(const RecurrentState&) const = default;
 };
+
+// Per layer, the state of its kind of mixer.
+struct LayerState {
+  Mixer mixer = Mixer::attention;
+  KvCache kv;          // Mixer::attention
+  RecurrentState rec;  // Mixer::gated_delta_net
+};
+
+// Every recurrent layer's state as it was after the first `length` tokens: what truncate rewinds
+// to, since a recurrent state cannot be cut back.
+struct StateSnapshot {
+  int length = 0;
+  bool prompt = false;  // taken at the end of a prompt step (else at a decode interval)
+  std::vector<RecurrentState> layers;  // [recurrent layers]
+};
+
+// A recurrent layer's state at the start of a sequence: zeros of c's shapes.
+RecurrentState initial_recurrent_state(const ModelConfig& c);
 
 struct Sequence::State {
   // What the sequence was made for, checked at every step.
@@ -51,9 +70,16 @@ struct Sequence::State {
   int length = 0, max_context = 0;
   int capacity = 0;  // positions each KV cache holds room for: a multiple of 16
   std::vector<LayerState> layer;
+  std::vector<StateSnapshot> snapshots;  // oldest first; only for models with recurrent layers
 
+  bool recurrent() const;  // any Gated DeltaNet layer
   // Grows every KV cache to hold `tokens` positions (whole key blocks), keeping what it holds.
   void reserve(int tokens);
+  // After a step: keeps a snapshot of the recurrent states at the end of a prompt step (the end
+  // of a chat turn's prompt, a prefix the next request shares) and every kSnapshotInterval
+  // tokens of decode, within a fixed number of each (oldest dropped).
+  void snapshot_after_step(int tokens_fed);
+  static constexpr int kSnapshotInterval = 32;
 };
 
 }  // namespace qwen3

@@ -16,16 +16,17 @@ void size_weights(const ModelConfig& c, Weights& w) {
 
 void for_each_tensor(const ModelConfig& c, Weights& w, const BindTensor& bind) {
   const int64_t D = c.hidden_size, V = c.vocab_size;
-  bind({"model.embed_tokens.weight", {V, D}, TensorRole::embedding}, &w.embed_tokens);
+  const std::string& model = c.weight_prefix;
+  bind({model + "embed_tokens.weight", {V, D}, TensorRole::embedding}, &w.embed_tokens);
   for (int i = 0; i < c.num_hidden_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
+    const std::string p = model + "layers." + std::to_string(i) + ".";
     LayerWeights& l = w.layers.at(i);
-    bind({p + "input_layernorm.weight", {D}, TensorRole::norm}, &l.input_layernorm);
+    bind({p + "input_layernorm.weight", {D}, norm_role(c)}, &l.input_layernorm);
     switch (l.kind.mixer) {
       case Mixer::attention: attention_tensors(c, p, l.self_attn, bind); break;
+      case Mixer::gated_delta_net: gated_delta_net_tensors(c, p, l.linear_attn, bind); break;
     }
-    bind({p + "post_attention_layernorm.weight", {D}, TensorRole::norm},
-         &l.post_attention_layernorm);
+    bind({p + "post_attention_layernorm.weight", {D}, norm_role(c)}, &l.post_attention_layernorm);
     switch (l.kind.ffn) {
       case FeedForward::mlp:
         mlp_tensors(p + "mlp.", c.hidden_size, c.intermediate_size, TensorRole::matrix, l.mlp,
@@ -34,7 +35,7 @@ void for_each_tensor(const ModelConfig& c, Weights& w, const BindTensor& bind) {
       case FeedForward::moe: moe_tensors(c, p, l.moe, bind); break;
     }
   }
-  bind({"model.norm.weight", {D}, TensorRole::norm}, &w.norm);
+  bind({model + "norm.weight", {D}, norm_role(c)}, &w.norm);
   if (!c.tie_word_embeddings) bind({"lm_head.weight", {V, D}, TensorRole::lm_head}, &w.lm_head);
 }
 
@@ -50,6 +51,11 @@ std::vector<ops::Matrix> Weights::per_token_matrices(const ModelConfig& c) const
   std::vector<ops::Matrix> out;
   // The walk only reads a sized Weights: it hands out slots, and this binding only reads them.
   for_each_tensor(c, const_cast<Weights&>(*this), [&](const TensorSpec& spec, TensorSlot slot) {
+    if (auto* packed = std::get_if<PackedExperts>(&slot)) {  // the first k experts' slices
+      const size_t parts = packed->slices.size() / c.num_experts;
+      for (size_t i = 0; i < parts * c.num_experts_per_tok; ++i) out.push_back(*packed->slices[i]);
+      return;
+    }
     const bool read = spec.role == TensorRole::matrix || spec.role == TensorRole::router ||
                       (spec.role == TensorRole::expert && spec.expert < c.num_experts_per_tok);
     if (read) out.push_back(*std::get<ops::Matrix*>(slot));

@@ -25,18 +25,31 @@ const io::TensorView& find(const io::SafetensorsArchive& archive, const TensorSp
   return *t;
 }
 
-// Binds each tensor's view: matrices in place, vectors widened to float.
-void bind_view(const io::TensorView& t, TensorSlot slot) {
+// Binds each tensor's view: matrices in place (packed experts as slices), vectors widened to
+// float (a zero-centred norm's w as 1 + w).
+void bind_view(const io::TensorView& t, TensorRole role, TensorSlot slot) {
   if (auto* m = std::get_if<ops::Matrix*>(&slot)) {
     **m = ops::Matrix{t.dtype, t.data, int(t.shape[0]), int(t.shape[1])};
+    return;
+  }
+  if (auto* packed = std::get_if<PackedExperts>(&slot)) {
+    const int rows = int(t.shape[1] * t.shape[0] / int64_t(packed->slices.size()));
+    const size_t bytes = size_t(rows) * row_bytes(t.dtype, int(t.shape[2]));
+    for (size_t i = 0; i < packed->slices.size(); ++i)
+      *packed->slices[i] = ops::Matrix{t.dtype, static_cast<const uint8_t*>(t.data) + i * bytes,
+                                       rows, int(t.shape[2])};
     return;
   }
   if (is_block_quantized(t.dtype))
     throw Error(ErrorKind::format,
                 t.file + ": tensor " + t.name + ": expected a float dtype, got " + t.describe());
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
   io::Buffer<float>& v = *std::get<io::Buffer<float>*>(slot);
-  v.resize(t.shape[0]);
-  dequantize_row(t.dtype, t.data, int(t.shape[0]), v.data());
+  v.resize(n);
+  dequantize_row(t.dtype, t.data, int(n), v.data());
+  if (role == TensorRole::centred_norm)
+    for (float& x : v) x += 1.0f;
 }
 
 }  // namespace
@@ -50,11 +63,21 @@ void prefault(const std::vector<ops::Matrix>& matrices) {
   }
 }
 
-Weights load_weights(const std::filesystem::path& dir, const ModelConfig& c, bool in_memory) {
+void read_expert_layout(const io::SafetensorsArchive& archive, ModelConfig& c) {
+  for (int i = 0; i < c.num_hidden_layers; ++i)
+    if (c.layers[i].ffn == FeedForward::moe) {
+      c.packed_experts = archive.find(c.weight_prefix + "layers." + std::to_string(i) +
+                                      ".mlp.experts.gate_up_proj") != nullptr;
+      return;
+    }
+}
+
+Weights load_weights(const std::filesystem::path& dir, ModelConfig& c, bool in_memory) {
   Weights w{io::SafetensorsArchive::open(dir, in_memory), {}, {}, {}, {}, {}};
+  read_expert_layout(w.archive, c);
   size_weights(c, w);
   for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) {
-    bind_view(find(w.archive, spec), slot);
+    bind_view(find(w.archive, spec), spec.role, slot);
   });
   // Tied: the LM head is the embedding matrix. Qwen3-0.6B also stores lm_head.weight (an exact
   // copy); it is checked but never read, so its pages are never touched.
@@ -79,7 +102,9 @@ bool quantized_role(TensorRole role, bool keep_head) {
     case TensorRole::embedding:
     case TensorRole::lm_head: return !keep_head;
     case TensorRole::router:
-    case TensorRole::norm: return false;
+    case TensorRole::norm:
+    case TensorRole::centred_norm:
+    case TensorRole::parameter: return false;
   }
   return false;
 }
@@ -102,7 +127,13 @@ void quantize_weights(const ModelConfig& c, Weights& w, DType to, bool keep_head
     m = ops::Matrix{to, bytes.data(), m.rows, m.cols};
   };
   for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) {
-    if (quantized_role(spec.role, keep_head)) quantize(spec.name, *std::get<ops::Matrix*>(slot));
+    if (!quantized_role(spec.role, keep_head)) return;
+    if (auto* packed = std::get_if<PackedExperts>(&slot)) {
+      for (size_t i = 0; i < packed->slices.size(); ++i)
+        quantize(packed->names[i], *packed->slices[i]);
+      return;
+    }
+    quantize(spec.name, *std::get<ops::Matrix*>(slot));
   });
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;
 }

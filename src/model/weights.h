@@ -40,9 +40,11 @@ std::vector<TensorSpec> tensor_specs(const ModelConfig& c);
 void prefault(const std::vector<ops::Matrix>& matrices);
 
 // Norm vectors are widened to float32 (they are tiny); matrices stay in the file's dtype, mapped
-// or, with `in_memory`, read into huge-page memory.
-Weights load_weights(const std::filesystem::path& model_dir, const ModelConfig& config,
+// or, with `in_memory`, read into huge-page memory. Sets config.packed_experts from the names.
+Weights load_weights(const std::filesystem::path& model_dir, ModelConfig& config,
                      bool in_memory = false);
+// config.packed_experts: whether the checkpoint packs each MoE layer's experts in two tensors.
+void read_expert_layout(const io::SafetensorsArchive& archive, ModelConfig& config);
 
 // The block-quantized dtype of q8 / q4 (none is an invalid_argument error).
 DType quant_dtype(WeightQuant quant);

@@ -215,18 +215,18 @@ void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out) {
   });
 }
 
-void rope_angles(int pos, int head_dim, double theta, float* cos, float* sin) {
-  for (int i = 0; i < head_dim / 2; ++i) {
+void rope_angles(int pos, int dims, double theta, float* cos, float* sin) {
+  for (int i = 0; i < dims / 2; ++i) {
     const float inv_freq =
-        1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / head_dim);
+        1.0f / std::pow(static_cast<float>(theta), static_cast<float>(2 * i) / dims);
     const float angle = static_cast<float>(pos) * inv_freq;
     cos[i] = std::cos(angle);
     sin[i] = std::sin(angle);
   }
 }
 
-void rope(float* x, int heads, int head_dim, const float* cos, const float* sin) {
-  const int half = head_dim / 2;
+void rope(float* x, int heads, int head_dim, int dims, const float* cos, const float* sin) {
+  const int half = dims / 2;
   for (int h = 0; h < heads; ++h) {
     float* v = x + size_t(h) * head_dim;
     for (int i = 0; i < half; ++i) {
@@ -307,6 +307,79 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out) {
   for_elements(rt, n, [&](size_t b, size_t e) {
     rt.kernels.silu_mul(gate + b, up + b, int(e - b), out + b);
+  });
+}
+
+void sigmoid_mul(Runtime& rt, float* x, const float* gate, int n) {
+  for_elements(rt, n, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) x[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+  });
+}
+
+void l2_normalize(Runtime& rt, const float* x, int rows, int n, float scale, float* out) {
+  for_range(rt, rows, n, [&](int begin, int end) {
+    for (int r = begin; r < end; ++r) {
+      const float* v = x + size_t(r) * n;
+      float sum = 0;
+      for (int i = 0; i < n; ++i) sum += v[i] * v[i];
+      const float inv = 1.0f / std::sqrt(sum + 1e-6f);
+      for (int i = 0; i < n; ++i) out[size_t(r) * n + i] = v[i] * inv * scale;
+    }
+  });
+}
+
+void causal_conv1d_silu(Runtime& rt, const float* x, int ld, int n, int C, const float* w, int K,
+                        float* state, float* out) {
+  constexpr int kChannels = 64;  // a task: channels [c0, c0 + 64) of every token
+  for_range(rt, (C + kChannels - 1) / kChannels, size_t(n) * K * kChannels, [&](int b, int e) {
+    std::vector<float> window(size_t(K - 1 + n));
+    for (int c = b * kChannels; c < std::min(C, e * kChannels); ++c) {
+      // The channel's inputs in time order: the state's K - 1, then the new n.
+      for (int j = 0; j < K - 1; ++j) window[j] = state[size_t(j) * C + c];
+      for (int t = 0; t < n; ++t) window[K - 1 + t] = x[size_t(t) * ld + c];
+      const float* wc = w + size_t(c) * K;
+      for (int t = 0; t < n; ++t) {
+        float acc = 0;
+        for (int j = 0; j < K; ++j) acc += wc[j] * window[t + j];
+        out[size_t(t) * C + c] = acc / (1.0f + std::exp(-acc));
+      }
+      for (int j = 0; j < K - 1; ++j) state[size_t(j) * C + c] = window[n + j];
+    }
+  });
+}
+
+void gated_delta_rule(Runtime& rt, std::span<const DeltaRuleItem> items, int key_heads,
+                      int value_heads, int key_dim, int value_dim) {
+  const int dk = key_dim, dv = value_dim, group = value_heads / key_heads;
+  // A task is one value head of one sequence: its state [dk, dv] stays in cache over the tokens.
+  rt.pool.run(int(items.size()) * value_heads, [&](int b, int e) {
+    std::vector<float> kv(dv);
+    for (int task = b; task < e; ++task) {
+      const DeltaRuleItem& it = items[task / value_heads];
+      const int j = task % value_heads, hk = j / group;
+      float* S = it.state + size_t(j) * dk * dv;
+      for (int t = 0; t < it.n; ++t) {
+        const float* q = it.q + (size_t(t) * key_heads + hk) * dk;
+        const float* k = it.k + (size_t(t) * key_heads + hk) * dk;
+        const float* v = it.v + (size_t(t) * value_heads + j) * dv;
+        const float decay = std::exp(it.g[size_t(t) * value_heads + j]);
+        const float beta = it.beta[size_t(t) * value_heads + j];
+        // kv = k (S * decay): what the decayed state recalls for this key
+        std::fill(kv.begin(), kv.end(), 0.0f);
+        for (int i = 0; i < dk; ++i) {
+          float* row = S + size_t(i) * dv;
+          for (int d = 0; d < dv; ++d) kv[d] += (row[d] *= decay) * k[i];
+        }
+        // delta = beta (v - kv); S += k delta; out = q S
+        for (int d = 0; d < dv; ++d) kv[d] = (v[d] - kv[d]) * beta;
+        float* o = it.out + (size_t(t) * value_heads + j) * dv;
+        std::fill(o, o + dv, 0.0f);
+        for (int i = 0; i < dk; ++i) {
+          float* row = S + size_t(i) * dv;
+          for (int d = 0; d < dv; ++d) o[d] += (row[d] += k[i] * kv[d]) * q[i];
+        }
+      }
+    }
   });
 }
 

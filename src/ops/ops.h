@@ -80,13 +80,15 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups);
 // io/quant_blocks.h.                                               out [rows, row_bytes(to, cols)]
 void quantize(Runtime& rt, const Matrix& w, DType to, uint8_t* out);
 
-// The rotary angles of one position, computed in float32 as HF does:
-// angle[i] = pos * (1 / theta^(2i / Dh)).                             cos, sin [Dh / 2]
-void rope_angles(int pos, int head_dim, double theta, float* cos, float* sin);
+// The rotary angles of one position, computed in float32 as HF does, for rotary embeddings over
+// the first `dims` dimensions of each head (head_dim, or head_dim * partial_rotary_factor):
+// angle[i] = pos * (1 / theta^(2i / dims)).                           cos, sin [dims / 2]
+void rope_angles(int pos, int dims, double theta, float* cos, float* sin);
 
-// Rotary embedding, rotate-half convention (HF's rotate_half): for i < Dh/2, the pair
-// (x[i], x[i + Dh/2]) turns by angle[i].                              x [heads, Dh], in place
-void rope(float* x, int heads, int head_dim, const float* cos, const float* sin);
+// Rotary embedding, rotate-half convention (HF's rotate_half) on the first `dims` dimensions of
+// each head: for i < dims/2, the pair (x[i], x[i + dims/2]) turns by angle[i]; the rest pass.
+//                                                                     x [heads, Dh], in place
+void rope(float* x, int heads, int head_dim, int dims, const float* cos, const float* sin);
 
 // One sequence's part of a step's attention: n new tokens at positions p0 .. p0+n-1. q, out
 // [n, H * Dh]; new_k, new_v [n, Hkv * Dh], the tokens' keys and values, which attention appends to
@@ -114,6 +116,41 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
 // out = silu(gate) * up, SwiGLU's gating.                           gate, up, out [n]; out may
 // alias
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out);
+
+// x *= sigmoid(gate), an output gate.                             x, gate [n]
+void sigmoid_mul(Runtime& rt, float* x, const float* gate, int n);
+
+// out[r, :] = x[r, :] * scale / sqrt(sum(x[r, :]^2) + 1e-6), HF's l2norm (fla's, eps 1e-6)
+// then a scale.                                                   x, out [rows, n]; may alias
+void l2_normalize(Runtime& rt, const float* x, int rows, int n, float scale, float* out);
+
+// Gated DeltaNet's short convolution for one sequence's n new tokens (HF: the depthwise Conv1d of
+// Qwen3_5GatedDeltaNet, then SiLU): channel c of token t becomes
+// silu(sum over j < K of w[c, j] * input[t - K + 1 + j][c]), where the inputs before the first
+// new token come from `state`, the K - 1 inputs before it (oldest first, zeros at the start of a
+// sequence). state then holds the last K - 1 inputs.
+//                                          x, out [n, C] (rows ld apart); w [C, K]; state [K-1, C]
+void causal_conv1d_silu(Runtime& rt, const float* x, int ld, int n, int C, const float* w, int K,
+                        float* state, float* out);
+
+// One sequence's part of a gated delta rule step (HF: torch_recurrent_gated_delta_rule; the
+// chunked form HF runs on prompts is the same recurrence, regrouped). For each value head j, with
+// key head j / (nv / nk), and each token t in order:
+//   S_j = S_j * exp(g[t, j]);  S_j += k_t (beta[t, j] (v_t - k_t S_j));  out_t = q_t S_j
+// q, k [n, nk, dk] (already L2-normalised, q scaled by dk^-0.5); v, out [n, nv, dv];
+// g, beta [n, nv]; state [nv, dk, dv] in float32, updated in place.
+struct DeltaRuleItem {
+  const float* q;
+  const float* k;
+  const float* v;
+  const float* g;
+  const float* beta;
+  int n;
+  float* state;
+  float* out;
+};
+void gated_delta_rule(Runtime& rt, std::span<const DeltaRuleItem> items, int key_heads,
+                      int value_heads, int key_dim, int value_dim);
 
 // An MoE router's choice, as HF's Qwen3MoeSparseMoeBlock makes it: p = softmax(logits) in
 // float32, the k most probable experts (of equal ones, the lower index), their p renormalised to

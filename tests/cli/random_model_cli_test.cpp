@@ -57,7 +57,7 @@ TEST_F(RandomModelCli, BadPresetsAndOverridesAreOneLineErrors) {
       run_qwen3("random-model " + shell_quote(dir_.string()) + " --preset qwen9" + tokenizer());
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(
-      unknown.output.find("unknown preset \"qwen9\" (qwen3-0.6b, qwen3-30b-a3b, qwen3-moe-small)"),
+      unknown.output.find("unknown preset \"qwen9\" (qwen3-0.6b, qwen3-30b-a3b, qwen3-moe-small, qwen3.5-0.8b"),
       std::string::npos)
       << unknown.output;
   auto dense_experts =
