@@ -25,7 +25,8 @@ namespace {
 
 struct Planned {
   const io::TensorView* source;
-  DType dtype;  // as written
+  DType dtype;   // as written
+  size_t slice;  // of a packed tensor: which [rows, cols] matrix, at slice * its bytes
 };
 
 }  // namespace
@@ -42,33 +43,50 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
 
   // The model's own list of tensors, with the same choice of matrices as quantize_weights at load
   // time, so both give identical logits; written in the source's order, so float tensors kept as
-  // they are keep their alignment too (the kernels' lead: ops/kernels.h). A tied lm_head.weight
-  // copy, never read, is left out.
+  // they are keep their alignment too (the kernels' lead: ops/kernels.h). Packed experts are
+  // written one matrix per expert, a layout the loader reads as well. Tensors the model does not
+  // read (a vision tower, an MTP head) are copied as they are; a tied lm_head.weight copy is left
+  // out.
+  ModelConfig c = config;
+  read_expert_layout(archive, c);
   std::map<std::string, TensorRole> roles;
-  for (const TensorSpec& spec : tensor_specs(config)) {
+  std::map<std::string, std::vector<std::string>> slice_names;  // packed experts
+  Weights sized{};
+  size_weights(c, sized);
+  for_each_tensor(c, sized, [&](const TensorSpec& spec, TensorSlot slot) {
     if (!archive.find(spec.name))
       throw Error(ErrorKind::format, "model.safetensors: missing tensor " + spec.name);
     roles[spec.name] = spec.role;
-  }
+    if (auto* packed = std::get_if<PackedExperts>(&slot)) slice_names[spec.name] = packed->names;
+  });
   std::vector<Planned> plan;
   std::vector<io::TensorToWrite> tensors;
   uint64_t total = 0;
   for (const auto& [name, t] : archive.tensors()) {
-    if (!roles.count(name)) continue;
-    DType dtype = t.dtype;
-    if (quantized_role(roles[name], options.keep_head)) {
-      if (is_block_quantized(t.dtype))
-        throw Error(ErrorKind::invalid_argument,
-                    t.file + ": tensor " + name + " is already " + t.describe());
-      if (t.shape.size() != 2 || t.shape[1] % kQuantBlock)
-        throw Error(ErrorKind::unsupported,
-                    t.file + ": tensor " + name + ": " + t.describe() +
-                        ": cannot quantize, columns are not a multiple of 32");
-      dtype = to;
+    if (c.tie_word_embeddings && name == "lm_head.weight") continue;
+    const bool quantize = roles.count(name) && quantized_role(roles[name], options.keep_head);
+    if (!quantize) {
+      plan.push_back({&t, t.dtype, 0});
+      tensors.push_back({name, t.dtype, t.shape});
+      total += t.nbytes;
+      continue;
     }
-    plan.push_back({&t, dtype});
-    tensors.push_back({name, dtype, t.shape});
-    total += t.nbytes;
+    if (is_block_quantized(t.dtype))
+      throw Error(ErrorKind::invalid_argument,
+                  t.file + ": tensor " + name + " is already " + t.describe());
+    if (t.shape.back() % kQuantBlock)
+      throw Error(ErrorKind::unsupported,
+                  t.file + ": tensor " + name + ": " + t.describe() +
+                      ": cannot quantize, columns are not a multiple of 32");
+    const std::vector<std::string> names =
+        slice_names.count(name) ? slice_names[name] : std::vector<std::string>{name};
+    const int64_t rows =
+        t.shape.size() == 3 ? t.shape[0] * t.shape[1] / int64_t(names.size()) : t.shape[0];
+    for (size_t i = 0; i < names.size(); ++i) {
+      plan.push_back({&t, to, i});
+      tensors.push_back({names[i], to, {rows, t.shape.back()}});
+      total += t.nbytes / names.size();
+    }
   }
 
   ops::RuntimePtr rt = ops::make_runtime("auto", 0);
@@ -79,11 +97,17 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
       {{"format", "pt"}, {"quantization", dtype_name(to)}, {"layout", kQuantLayout}},
       [&](size_t i) -> const void* {
         const io::TensorView& t = *plan[i].source;
-        if (progress) progress(done += t.nbytes, total);
-        if (plan[i].dtype == t.dtype) return t.data;
+        if (plan[i].dtype == t.dtype) {
+          if (progress) progress(done += t.nbytes, total);
+          return t.data;
+        }
+        const auto& shape = tensors[i].shape;
+        const size_t source_bytes = size_t(shape[0]) * row_bytes(t.dtype, int(shape[1]));
+        if (progress) progress(done += source_bytes, total);
         buffer.resize(tensors[i].bytes());
-        ops::quantize(*rt, ops::Matrix{t.dtype, t.data, int(t.shape[0]), int(t.shape[1])},
-                      plan[i].dtype, buffer.data());
+        const auto* slice = static_cast<const uint8_t*>(t.data) + plan[i].slice * source_bytes;
+        ops::quantize(*rt, ops::Matrix{t.dtype, slice, int(shape[0]), int(shape[1])}, plan[i].dtype,
+                      buffer.data());
         return buffer.data();
       });
 

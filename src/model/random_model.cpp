@@ -209,7 +209,7 @@ void write_random_model(const fs::path& out, const ModelConfig& shape,
   fs::create_directories(out);
   const auto config_path = out / "config.json";
   std::ofstream(config_path) << config_json(shape).dump(2) << "\n";
-  const ModelConfig c = ModelConfig::load(out);  // checks the shape, derives the layer kinds
+  ModelConfig c = ModelConfig::load(out);  // checks the shape, derives the layer kinds
   nlohmann::json gen = {
       {"bos_token_id", 151643}, {"do_sample", true},  {"eos_token_id", {151645, 151643}},
       {"pad_token_id", 151643}, {"temperature", 0.6}, {"top_k", 20},
@@ -224,6 +224,9 @@ void write_random_model(const fs::path& out, const ModelConfig& shape,
 
   const bool quantized = options.quant != WeightQuant::none;
   const DType to = quantized ? quant_dtype(options.quant) : DType::bf16;
+  // Qwen3.5-MoE's checkpoints pack their experts; quantized folders hold one matrix per expert,
+  // as `qwen3 quantize` writes them.
+  c.packed_experts = c.model_type == "qwen3_5_moe" && !quantized;
   std::vector<TensorSpec> specs = tensor_specs(c);
   if (c.tie_word_embeddings && !quantized && c.model_type == "qwen3")  // Qwen3-0.6B's copy
     specs.insert(specs.begin(),
@@ -231,7 +234,7 @@ void write_random_model(const fs::path& out, const ModelConfig& shape,
   std::vector<io::TensorToWrite> tensors;
   for (const TensorSpec& s : specs) {
     const bool quantize = quantized && quantized_role(s.role, false);
-    if (quantize && s.shape[1] % kQuantBlock)
+    if (quantize && s.shape.back() % kQuantBlock)
       throw Error(ErrorKind::unsupported,
                   s.name + ": cannot quantize, columns are not a multiple of 32");
     tensors.push_back({s.name, quantize ? to : DType::bf16, s.shape});

@@ -289,6 +289,109 @@ TEST_F(BadMoeFolder, DenseLayerWithoutItsMlp) {
   expect_error(ErrorKind::format, {"missing tensor model.layers.1.mlp.gate_proj.weight"});
 }
 
+class BadHybridFolder : public BadFolder {
+ protected:
+  fs::path source() const override { return test::fixtures() / "models" / "qwen35-tiny"; }
+  void edit_text_config(const std::function<void(nlohmann::json&)>& edit) {
+    edit_config([&](nlohmann::json& j) { edit(j["text_config"]); });
+  }
+};
+
+TEST_F(BadHybridFolder, LayerTypesOfTheWrongLength) {
+  edit_text_config([](nlohmann::json& t) { t["layer_types"].erase(0); });
+  expect_error(ErrorKind::format,
+               {"config.json: text_config", "layer_types", "one type per layer (8)"});
+}
+
+TEST_F(BadHybridFolder, UnknownLayerType) {
+  edit_text_config([](nlohmann::json& t) { t["layer_types"][2] = "sliding_attention"; });
+  expect_error(ErrorKind::format, {"layer_types", "\"sliding_attention\"", "linear_attention"});
+}
+
+TEST_F(BadHybridFolder, ValueHeadsNotAMultipleOfKeyHeads) {
+  edit_text_config([](nlohmann::json& t) { t["linear_num_value_heads"] = 3; });
+  expect_error(ErrorKind::format, {"linear_num_value_heads",
+                                   "(3) must be a multiple of "
+                                   "linear_num_key_heads (2)"});
+}
+
+TEST_F(BadHybridFolder, MissingTextConfig) {
+  edit_config([](nlohmann::json& j) { j.erase("text_config"); });
+  expect_error(ErrorKind::format, {"config.json", "missing object \"text_config\""});
+}
+
+TEST_F(BadHybridFolder, MissingDeltaNetField) {
+  edit_text_config([](nlohmann::json& t) { t.erase("linear_conv_kernel_dim"); });
+  expect_error(ErrorKind::format, {"text_config", "missing field \"linear_conv_kernel_dim\""});
+}
+
+TEST_F(BadHybridFolder, UnsupportedRopeType) {
+  edit_text_config([](nlohmann::json& t) { t["rope_parameters"]["rope_type"] = "yarn"; });
+  expect_error(ErrorKind::unsupported, {"rope_parameters", "rope_type \"yarn\""});
+}
+
+TEST_F(BadHybridFolder, TiedEmbeddingsDisagree) {
+  edit_config([](nlohmann::json& j) { j["tie_word_embeddings"] = true; });
+  expect_error(ErrorKind::format, {"tie_word_embeddings", "disagrees with text_config"});
+}
+
+TEST_F(BadHybridFolder, MissingALog) {
+  edit_header(
+      [](nlohmann::json& h) { h.erase("model.language_model.layers.4.linear_attn.A_log"); });
+  expect_error(ErrorKind::format,
+               {"missing tensor model.language_model.layers.4.linear_attn.A_log"});
+}
+
+TEST_F(BadHybridFolder, MissingDtBias) {
+  edit_header(
+      [](nlohmann::json& h) { h.erase("model.language_model.layers.0.linear_attn.dt_bias"); });
+  expect_error(ErrorKind::format,
+               {"missing tensor model.language_model.layers.0.linear_attn.dt_bias"});
+}
+
+TEST_F(BadHybridFolder, MissingConvolution) {
+  edit_header([](nlohmann::json& h) {
+    h.erase("model.language_model.layers.1.linear_attn.conv1d.weight");
+  });
+  expect_error(ErrorKind::format,
+               {"missing tensor model.language_model.layers.1.linear_attn.conv1d.weight"});
+}
+
+TEST_F(BadHybridFolder, ConvolutionOfTheWrongKernel) {
+  // The file's taps are [256, 1, 4]; a config of 3 taps expects [256, 1, 3].
+  edit_text_config([](nlohmann::json& t) { t["linear_conv_kernel_dim"] = 3; });
+  expect_error(ErrorKind::shape, {"model.language_model.layers.0.linear_attn.conv1d.weight",
+                                  "expected", "[256, 1, 3]", "got", "[256, 1, 4]"});
+}
+
+TEST_F(BadHybridFolder, LayerTypeThatTheWeightsDoNotHave) {
+  // Layer 0 full attention by config; the file holds a DeltaNet there.
+  edit_text_config([](nlohmann::json& t) { t["layer_types"][0] = "full_attention"; });
+  expect_error(ErrorKind::format,
+               {"missing tensor model.language_model.layers.0.self_attn.q_proj.weight"});
+}
+
+class BadHybridMoeFolder : public BadFolder {
+ protected:
+  fs::path source() const override { return test::fixtures() / "models" / "qwen35-tiny-moe"; }
+};
+
+TEST_F(BadHybridMoeFolder, PackedExpertsOfTheWrongShape) {
+  edit_header([](nlohmann::json& h) {
+    h["model.language_model.layers.1.mlp.experts.gate_up_proj"]["shape"] = {16, 32, 128};
+  });
+  expect_error(ErrorKind::shape, {"model.language_model.layers.1.mlp.experts.gate_up_proj",
+                                  "expected", "[16, 64, 64]", "got", "[16, 32, 128]"});
+}
+
+TEST_F(BadHybridMoeFolder, MissingSharedExpertGate) {
+  edit_header([](nlohmann::json& h) {
+    h.erase("model.language_model.layers.3.mlp.shared_expert_gate.weight");
+  });
+  expect_error(ErrorKind::format,
+               {"missing tensor model.language_model.layers.3.mlp.shared_expert_gate.weight"});
+}
+
 TEST(ModelLoad, ConfigSummaryAndEos) {
   auto m = Model::load(test::tiny_model());
   EXPECT_EQ(m->config().summary("Qwen3-0.6B"),
