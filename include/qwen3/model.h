@@ -182,6 +182,9 @@ class Model {
   // pages in the page cache, or the huge pages it was read into) rather than on fresh memory.
   double read_speed();
   const char* kv_cache() const;  // "f32", "f16" or "bf16"
+  // Groups of checkpoint tensors the text model does not read, e.g. Qwen3.5's vision tower
+  // "model.visual.* (28 tensors)" and its multi-token-prediction head "mtp.* (15 tensors)".
+  const std::vector<std::string>& unread_tensors() const;
 
   // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,
   // per item, logits [rows, vocab_size]: one row (the last token) or one per token.

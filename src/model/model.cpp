@@ -195,6 +195,7 @@ double Model::read_speed() {
   return bytes / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e9;
 }
 const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
+const std::vector<std::string>& Model::unread_tensors() const { return impl_->w.unread; }
 
 std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch,
                                             const Observer* observer) {

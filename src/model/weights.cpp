@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <map>
+#include <set>
 #include <string>
 
 #include "io/quant_blocks.h"
@@ -52,6 +54,22 @@ void bind_view(const io::TensorView& t, TensorRole role, TensorSlot slot) {
     for (float& x : v) x += 1.0f;
 }
 
+// Tensors not in `read`, grouped by the part of the model they belong to ("model.visual.*",
+// "mtp.*"); a tied model's stored copy of its embeddings is read (checked) already.
+std::vector<std::string> unread_groups(const io::SafetensorsArchive& archive,
+                                       const std::set<std::string>& read, const ModelConfig& c) {
+  std::map<std::string, int> groups;
+  for (const auto& [name, t] : archive.tensors()) {
+    if (read.count(name) || (c.tie_word_embeddings && name == "lm_head.weight")) continue;
+    const size_t end = name.find('.', name.starts_with("model.") ? 6 : 0);
+    ++groups[end == std::string::npos ? name : name.substr(0, end) + ".*"];
+  }
+  std::vector<std::string> out;
+  for (const auto& [group, n] : groups)
+    out.push_back(group + " (" + std::to_string(n) + (n == 1 ? " tensor)" : " tensors)"));
+  return out;
+}
+
 }  // namespace
 
 void prefault(const std::vector<ops::Matrix>& matrices) {
@@ -76,9 +94,12 @@ Weights load_weights(const std::filesystem::path& dir, ModelConfig& c, bool in_m
   Weights w{io::SafetensorsArchive::open(dir, in_memory), {}, {}, {}, {}, {}};
   read_expert_layout(w.archive, c);
   size_weights(c, w);
+  std::set<std::string> read;
   for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) {
     bind_view(find(w.archive, spec), spec.role, slot);
+    read.insert(spec.name);
   });
+  w.unread = unread_groups(w.archive, read, c);
   // Tied: the LM head is the embedding matrix. Qwen3-0.6B also stores lm_head.weight (an exact
   // copy); it is checked but never read, so its pages are never touched.
   if (c.tie_word_embeddings) {

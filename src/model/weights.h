@@ -19,6 +19,9 @@ struct Weights {
   std::vector<LayerWeights> layers;
   io::Buffer<float> norm;  // [D]
   ops::Matrix lm_head;     // [V, D]: embed_tokens itself when tied
+  // Tensors of the checkpoint the model does not read (Qwen3.5's vision tower and MTP head),
+  // by group: "model.visual.* (28 tensors)".
+  std::vector<std::string> unread;
 
   // The matrices one decoded token reads: each layer's (of an MoE layer, the router and the first
   // num_experts_per_tok experts, as many bytes as any token's choice), then the LM head.

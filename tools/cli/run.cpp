@@ -146,6 +146,8 @@ void add_run_command(CLI::App& app) {
           s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.presence_penalty,
           s.frequency_penalty, static_cast<unsigned long long>(s.seed), options.max_tokens);
       std::fprintf(stderr, "Kernels: %s, %d threads\n", model->isa(), model->threads());
+      for (const std::string& group : model->unread_tensors())
+        std::fprintf(stderr, "Not used: %s, outside the text model\n", group.c_str());
     }
     std::fprintf(stderr, "------------------------------------------------------------\n");
     std::fflush(stderr);
