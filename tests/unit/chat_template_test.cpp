@@ -97,6 +97,20 @@ TEST(Jinja, LoopVariablesAndReversal) {
             "135");
 }
 
+TEST(Jinja, LoopNeighbours) {
+  EXPECT_EQ(run("{% for x in xs %}[{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }}]{% endfor %}",
+                R"({"xs": [{"r": 1}, "b", 3]})"),
+            "[<{'r': 1}>b][{'r': 1}<b>3][b<3>]");
+  EXPECT_EQ(run("{% for x in xs %}{{ loop.previtem is defined }}{% for y in [7] %}{{ "
+                "loop.previtem is defined }}{% endfor %}{% endfor %}",
+                R"({"xs": [1, 2]})"),
+            "FalseFalseTrueFalse");  // the inner loop has no previous item of its own
+  EXPECT_EQ(run("{% for m in ms %}{% if loop.previtem and loop.previtem.role != m.role %}|{% endif "
+                "%}{{ m.role }}{% endfor %}",
+                R"({"ms": [{"role": "a"}, {"role": "a"}, {"role": "b"}]})"),
+            "aa|b");
+}
+
 TEST(Jinja, ScopingAndNamespace) {
   // A set inside a loop does not leak out; a namespace attribute does.
   EXPECT_EQ(run("{% set x = 1 %}{% set ns = namespace(y=1) %}{% for i in [5] %}{% set x = i %}{% "
@@ -147,6 +161,29 @@ TEST(Jinja, FiltersAndMethods) {
   EXPECT_EQ(run("{{ missing | default('d') }}|{{ [1, 2] | join('-') }}|{{ d.get('k', 0) }}",
                 R"({"d": {}})"),
             "d|1-2|0");
+}
+
+TEST(Jinja, PythonStringWhitespace) {
+  // str.strip()/split() without arguments take Python's whitespace, not only ASCII's.
+  EXPECT_EQ(run("[{{ '\u3000\u00a0a b\u2029\x1f' | trim }}]|{{ 'a\u3000b\u0085c'.split() "
+                "}}|[{{ '\u200ba'.strip() }}]"),
+            "[a b]|['a', 'b', 'c']|[\u200ba]");
+  // A set of characters, each a whole code point: stripping "é" never cuts "ê" in half.
+  EXPECT_EQ(run("{{ 'éêé'.strip('é') }}|{{ 'xéx'.lstrip('x') }}|{{ '--a--'.rstrip('-') }}"),
+            "ê|éx|--a");
+  EXPECT_EQ(run("{{ '  1   2   3  '.split(none, 1) }}|{{ ' a b '.split(none, 0) }}"),
+            "['1', '2   3  ']|['a b ']");
+}
+
+TEST(Jinja, TestsOnUndefinedAndItems) {
+  // Jinja's Undefined iterates as empty and has a length, so it passes `iterable` and `sequence`.
+  EXPECT_EQ(
+      run("{{ u is iterable }} {{ u is sequence }} {{ u is mapping }} {{ none is iterable }}"),
+      "True True False False");
+  EXPECT_EQ(run("{% for k, v in d | items %}{{ k }}={{ v }};{% endfor %}|{% for k, v in u | items "
+                "%}x{% endfor %}",
+                R"({"d": {"b": 1, "a": [2]}})"),
+            "b=1;a=[2];|");
 }
 
 TEST(Jinja, Expressions) {
@@ -226,6 +263,9 @@ TEST(ChatTemplateErrors, RuntimeErrorsAndRaiseException) {
                "unsupported operand types for +: int and str");
   expect_error([] { run("{% for i in range(100000000) %}{% endfor %}"); },
                ErrorKind::invalid_argument, "exceeds the limit");
+  // Jinja's own wording, which Qwen3.5's reference expects for arguments given as a string.
+  expect_error([] { run("{% for k, v in '{}' | items %}{% endfor %}"); },
+               ErrorKind::invalid_argument, "1:21: Can only get item pairs from a mapping.");
 }
 
 TEST(ChatTemplateErrors, LimitsStopRunawayTemplates) {
