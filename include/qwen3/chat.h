@@ -1,5 +1,5 @@
 // Rendering a conversation into a prompt with the model's own chat template
-// (tokenizer_config.json).
+// (chat_template.jinja or tokenizer_config.json).
 #pragma once
 
 #include <filesystem>
@@ -18,11 +18,16 @@ struct ChatOptions {
   // OpenAI tool definitions, or null. Ordered, because the template prints them with tojson and
   // Hugging Face keeps each schema's key order.
   nlohmann::ordered_json tools = nullptr;
+  // More template variables, as HF's apply_chat_template(**kwargs) passes them (Qwen3.5's
+  // add_vision_id): a JSON object, or null. They win over enable_thinking and bos/eos_token; the
+  // names messages, tools, documents and add_generation_prompt are refused.
+  nlohmann::ordered_json variables = nullptr;
 };
 
 class ChatTemplate {
  public:
-  // Reads the "chat_template" of MODEL_DIR/tokenizer_config.json.
+  // Reads MODEL_DIR/chat_template.jinja where there is one (newer Hub repos, Qwen3.5), else the
+  // "chat_template" of MODEL_DIR/tokenizer_config.json; the file wins over the key, as in HF.
   static ChatTemplate load(const std::filesystem::path& model_dir);
   explicit ChatTemplate(std::string source);  // parses; throws qwen3::Error (format) with line:col
 
@@ -30,8 +35,13 @@ class ChatTemplate {
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
   ~ChatTemplate();
 
+  // The template's Jinja text.
+  const std::string& source() const;
+
   // `messages` in OpenAI form: [{"role": "system"|"user"|"assistant"|"tool", "content": ...,
-  // "reasoning_content"?, "tool_calls"?}]; content is a string (null only beside tool_calls).
+  // "reasoning_content"?, "tool_calls"?}]; content is a string or a list of content parts
+  // ({"type": "text", "text": ...}, images: what the template makes of them), null only beside
+  // tool_calls.
   // Throws qwen3::Error (invalid_argument) on bad input, and with line:col when the template
   // fails while rendering (raise_exception, an attribute of an undefined value).
   std::string render(const nlohmann::json& messages, const ChatOptions& options = {}) const;

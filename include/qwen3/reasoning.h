@@ -1,11 +1,16 @@
-// Splits a Qwen3 reply into its thinking (between <think> and </think>) and its answer, as text
-// streams in.
+// Splits a Qwen3 or Qwen3.5 reply into its thinking (between <think> and </think>) and its answer,
+// as text streams in.
 #pragma once
 
 #include <string>
 #include <string_view>
 
 namespace qwen3 {
+
+// Whether a rendered prompt leaves the reply inside a <think> block: it ends with "<think>" and
+// white space. Qwen3.5's template writes "<think>\n" after the assistant header itself when
+// thinking is on (and "<think>\n\n</think>\n\n" when off); Qwen3's leaves the tag to the model.
+bool prompt_opens_think(std::string_view prompt);
 
 class ThinkSplitter {
  public:

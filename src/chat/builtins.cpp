@@ -22,8 +22,6 @@ const Value* Args::named_arg(std::string_view name) const {
 
 namespace {
 
-constexpr std::string_view kWhitespace = " \t\n\r\v\f";
-
 const std::string& need_string(const Site& site, const Value* v, const char* what) {
   if (!v || !v->is_data() || !v->json().is_string()) {
     site.fail(std::string(what) + " expects a string, got " + (v ? type_name(*v) : "nothing"));
@@ -39,20 +37,79 @@ int64_t need_int(const Site& site, const Value* v, const char* what) {
   return out;
 }
 
-// The characters a strip removes: whitespace by default, as Python.
-std::string_view strip_set(const Site& site, const Args& args) {
-  const Value* chars = args.get(0, "chars");
-  if (!chars || (chars->is_data() && chars->json().is_null())) return kWhitespace;
-  return need_string(site, chars, "strip");
+// Python's str.isspace(): the characters of bidirectional class WS, B or S, or category Zs.
+// str.strip() and split() without arguments, and so Jinja's trim, remove all of them: a message
+// that starts with U+3000 or a no-break space loses it in HF too.
+bool python_space(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
-std::string strip(const std::string& s, std::string_view chars, bool left, bool right) {
+// Bytes of the character at s[i], as characters() cuts: a stray byte is a character of its own.
+size_t char_size(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+  if (i + len > s.size()) return 1;
+  for (size_t k = 1; k < len; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 1;
+  }
+  return len;
+}
+
+// Start of the character that ends at s[end - 1].
+size_t char_start_before(std::string_view s, size_t end) {
+  for (size_t k = 1; k <= 4 && k <= end; ++k) {
+    const size_t start = end - k;
+    if ((static_cast<unsigned char>(s[start]) & 0xc0) != 0x80)
+      return char_size(s.substr(0, end), start) == k ? start : end - 1;
+  }
+  return end - 1;
+}
+
+uint32_t code_point(std::string_view c) {
+  const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(c[i])); };
+  switch (c.size()) {
+    case 1: return b(0) < 0x80 ? b(0) : 0xFFFFFFFF;  // a stray byte is no character at all
+    case 2: return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3: return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+  }
+}
+
+// The characters a strip removes: Python's whitespace, or those of the `chars` argument.
+struct StripSet {
+  bool whitespace = true;
+  std::vector<std::string_view> chars;  // when not whitespace; views into the argument
+  bool has(std::string_view c) const {
+    if (whitespace) return python_space(code_point(c));
+    return std::find(chars.begin(), chars.end(), c) != chars.end();
+  }
+};
+
+StripSet strip_set(const Site& site, const Args& args) {
+  const Value* chars = args.get(0, "chars");
+  if (!chars || (chars->is_data() && chars->json().is_null())) return {};
+  return {false, characters(need_string(site, chars, "strip"))};
+}
+
+std::string strip(const std::string& s, const StripSet& set, bool left, bool right) {
   size_t begin = 0, end = s.size();
+  const std::string_view view = s;
   if (left) {
-    while (begin < end && chars.find(s[begin]) != std::string_view::npos) ++begin;
+    while (begin < end) {
+      const size_t n = char_size(view.substr(0, end), begin);
+      if (!set.has(view.substr(begin, n))) break;
+      begin += n;
+    }
   }
   if (right) {
-    while (end > begin && chars.find(s[end - 1]) != std::string_view::npos) --end;
+    while (end > begin) {
+      const size_t start = std::max(char_start_before(view, end), begin);
+      if (!set.has(view.substr(start, end - start))) break;
+      end = start;
+    }
   }
   return s.substr(begin, end - begin);
 }
@@ -64,16 +121,25 @@ Json split(const Site& site, const std::string& s, const Args& args) {
   Json out = Json::array();
   if (!sep_value || (sep_value->is_data() && sep_value->json().is_null())) {
     // No separator: runs of whitespace split and leading/trailing whitespace vanish.
-    size_t pos = s.find_first_not_of(kWhitespace);
-    while (pos != std::string::npos) {
-      if (max_split >= 0 && static_cast<int64_t>(out.size()) == max_split) {
-        out.push_back(strip(s.substr(pos), kWhitespace, false, true));
-        break;
+    const std::string_view view = s;
+    const StripSet space;
+    size_t pos = 0, word = std::string::npos;
+    while (pos < view.size()) {
+      const size_t n = char_size(view, pos);
+      const bool is_space = space.has(view.substr(pos, n));
+      if (word == std::string::npos && !is_space) {
+        if (max_split >= 0 && static_cast<int64_t>(out.size()) == max_split) {
+          out.push_back(s.substr(pos));  // Python keeps the rest whole, trailing spaces too
+          return out;
+        }
+        word = pos;
+      } else if (word != std::string::npos && is_space) {
+        out.push_back(s.substr(word, pos - word));
+        word = std::string::npos;
       }
-      const size_t end = s.find_first_of(kWhitespace, pos);
-      out.push_back(s.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
-      pos = end == std::string::npos ? end : s.find_first_not_of(kWhitespace, end);
+      pos += n;
     }
+    if (word != std::string::npos) out.push_back(s.substr(word));
     return out;
   }
   const std::string& sep = need_string(site, sep_value, "split");
@@ -326,7 +392,7 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
       if (j.is_string()) {
         try {
           size_t used = 0;
-          const auto s = strip(j.get<std::string>(), kWhitespace, true, true);
+          const auto s = strip(j.get<std::string>(), StripSet{}, true, true);
           const long long v = std::stoll(s, &used);
           if (used == s.size()) return Value::of(static_cast<int64_t>(v));
         } catch (const std::exception&) {}
@@ -364,8 +430,11 @@ Value apply_filter(const Site& site, const std::string& name, const Value& subje
     return Value::of(std::move(out));
   }
   if (name == "items") {
+    // Jinja's own message: Qwen3.5's template reaches it with tool-call arguments given as a
+    // JSON string, and HF fails with exactly this.
+    if (subject.is_undefined()) return Value::of(Json::array());
     if (!subject.is_data() || !subject.json().is_object())
-      site.fail("filter 'items' expects a dict, got " + type_name(subject));
+      site.fail("Can only get item pairs from a mapping.");
     return dict_method(site, subject, "items", args);
   }
   if (subject.is_data() && subject.json().is_string()) {
@@ -396,8 +465,9 @@ bool apply_test(const Site& site, const std::string& name, const Value& subject,
   if (name == "true") return data && j->is_boolean() && j->get<bool>();
   if (name == "false") return data && j->is_boolean() && !j->get<bool>();
   if (name == "mapping") return (data && j->is_object()) || subject.kind == Value::Kind::ns;
-  if (name == "sequence") return data && (j->is_array() || j->is_string() || j->is_object());
-  if (name == "iterable") return data && (j->is_array() || j->is_string() || j->is_object());
+  // Jinja's Undefined has a length (0) and iterates as empty, so it passes both.
+  if (name == "sequence" || name == "iterable")
+    return subject.is_undefined() || (data && (j->is_array() || j->is_string() || j->is_object()));
   if (name == "callable") return subject.kind == Value::Kind::function;
   if (name == "even" || name == "odd") {
     const int64_t v = need_int(site, &subject, name.c_str());

@@ -1,4 +1,5 @@
 // ChatTemplate: loads the model's Jinja chat template, checks messages, and renders HF's variables.
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -11,6 +12,7 @@
 namespace qwen3 {
 
 struct ChatTemplate::Program {
+  std::string source;
   chat::Template tree;
   chat::Json special_tokens =
       chat::Json::object();  // bos_token / eos_token from tokenizer_config.json
@@ -20,6 +22,11 @@ namespace {
 
 [[noreturn]] void bad_message(size_t index, const std::string& what) {
   throw Error(ErrorKind::invalid_argument, "messages[" + std::to_string(index) + "]: " + what);
+}
+
+bool content_parts(const chat::Json& content) {
+  return content.is_array() &&
+         std::all_of(content.begin(), content.end(), [](const auto& p) { return p.is_object(); });
 }
 
 // OpenAI-form messages: HF would fail deep inside the template on these, with a far worse message.
@@ -45,11 +52,13 @@ chat::Json check_messages(const chat::Json& messages) {
     const bool has_calls = tool_calls != m.end() && !tool_calls->is_null();
     if (has_calls && !tool_calls->is_array()) bad_message(i, "field 'tool_calls' must be an array");
     auto content = m.find("content");
-    // OpenAI clients send null content beside tool calls; the template concatenates it as text.
+    // OpenAI clients send null content beside tool calls; Qwen3's template concatenates it as
+    // text. A list of parts is left to the template: Qwen3.5's renders text and image parts,
+    // Qwen3's fails on it with a line:col error.
     if (r == "assistant" && has_calls && (content == m.end() || content->is_null())) {
       m["content"] = "";
-    } else if (content == m.end() || !content->is_string()) {
-      bad_message(i, "field 'content' must be a string");
+    } else if (content == m.end() || !(content->is_string() || content_parts(*content))) {
+      bad_message(i, "field 'content' must be a string or a list of content parts (objects)");
     }
     auto reasoning = m.find("reasoning_content");
     if (reasoning != m.end() && !reasoning->is_null() && !reasoning->is_string()) {
@@ -72,26 +81,34 @@ void copy_token(const nlohmann::json& config, const char* key, chat::Json& out) 
 
 ChatTemplate::ChatTemplate(std::string source) : program_(std::make_unique<Program>()) {
   program_->tree = chat::parse(source);
+  program_->source = std::move(source);
 }
 
 ChatTemplate::ChatTemplate(ChatTemplate&&) noexcept = default;
 ChatTemplate& ChatTemplate::operator=(ChatTemplate&&) noexcept = default;
 ChatTemplate::~ChatTemplate() = default;
 
-ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
-  const auto file = model_dir / "tokenizer_config.json";
+const std::string& ChatTemplate::source() const { return program_->source; }
+
+namespace {
+
+nlohmann::json read_config(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(ErrorKind::io, file.string() + ": cannot open");
-  nlohmann::json config;
   try {
-    config = nlohmann::json::parse(in);
+    return nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(ErrorKind::format, file.string() + ": malformed JSON: " + e.what());
   }
+}
+
+// The "chat_template" of tokenizer_config.json: a string, or a list of named templates of which
+// HF renders the one called "default".
+std::string config_template(const nlohmann::json& config, const std::filesystem::path& file,
+                            const std::filesystem::path& jinja_file) {
   auto field = config.is_object() ? config.find("chat_template") : config.end();
   const nlohmann::json* source = field == config.end() ? nullptr : &*field;
   if (source && source->is_array()) {
-    // Some models ship several named templates; HF renders the one called "default".
     const nlohmann::json* chosen = nullptr;
     for (const auto& named : *source) {
       if (named.is_object() && named.value("name", "") == "default" && named.contains("template"))
@@ -100,15 +117,43 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
     source = chosen;
   }
   if (!source || !source->is_string()) {
-    throw Error(
-        ErrorKind::format,
-        file.string() + ": no string field 'chat_template' (or a list entry named default)");
+    throw Error(ErrorKind::format,
+                file.string() +
+                    ": no string field 'chat_template' (or a list entry named default), and no " +
+                    jinja_file.filename().string());
   }
+  return source->get<std::string>();
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(ErrorKind::io, file.string() + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
+  // HF reads tokenizer_config.json (where there is one) for the special tokens either way; a
+  // chat_template.jinja beside it replaces the config's template ("clobbers", in transformers'
+  // words).
+  const auto config_file = model_dir / "tokenizer_config.json";
+  const auto jinja_file = model_dir / "chat_template.jinja";
+  std::error_code ec;
+  const bool has_jinja = std::filesystem::is_regular_file(jinja_file, ec);
+  const nlohmann::json config = has_jinja && !std::filesystem::exists(config_file, ec)
+                                    ? nlohmann::json::object()
+                                    : read_config(config_file);
+  const auto& source_file = has_jinja ? jinja_file : config_file;
+  std::string source =
+      has_jinja ? read_text(jinja_file) : config_template(config, config_file, jinja_file);
   std::optional<ChatTemplate> tmpl;
   try {
-    tmpl.emplace(source->get<std::string>());
+    tmpl.emplace(std::move(source));
   } catch (const Error& e) {
-    throw Error(e.kind(), file.string() + ": " + e.what());
+    throw Error(e.kind(), source_file.string() + ": " + e.what());
   }
   copy_token(config, "bos_token", tmpl->program_->special_tokens);
   copy_token(config, "eos_token", tmpl->program_->special_tokens);
@@ -122,7 +167,6 @@ std::string ChatTemplate::render(const nlohmann::json& messages, const ChatOptio
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
                                  const ChatOptions& options) const {
   chat::Json vars = program_->special_tokens;
-  vars["messages"] = check_messages(messages);
   // transformers' render_jinja_template passes tools=None and documents=None when absent (not
   // undefined): templates written against it test `tools is not none`.
   if (!options.tools.is_null() && !options.tools.is_array()) {
@@ -132,10 +176,27 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages,
     throw Error(ErrorKind::invalid_argument,
                 "tools: nested deeper than " + std::to_string(chat::kMaxDepth) + " levels");
   }
+  vars["enable_thinking"] = options.enable_thinking;
+  if (!options.variables.is_null()) {
+    if (!options.variables.is_object())
+      throw Error(ErrorKind::invalid_argument, "template variables: expected an object");
+    if (chat::nesting_depth(options.variables) > chat::kMaxDepth) {
+      throw Error(ErrorKind::invalid_argument, "template variables: nested deeper than " +
+                                                   std::to_string(chat::kMaxDepth) + " levels");
+    }
+    for (const auto& [name, value] : options.variables.items()) {
+      if (name == "messages" || name == "tools" || name == "documents" ||
+          name == "add_generation_prompt") {
+        throw Error(ErrorKind::invalid_argument,
+                    "template variables: '" + name + "' is set by the request itself");
+      }
+      vars[name] = value;
+    }
+  }
+  vars["messages"] = check_messages(messages);
   vars["tools"] = options.tools;
   vars["documents"] = nullptr;
   vars["add_generation_prompt"] = options.add_generation_prompt;
-  vars["enable_thinking"] = options.enable_thinking;
   return chat::render(program_->tree, vars);
 }
 

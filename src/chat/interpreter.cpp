@@ -223,17 +223,32 @@ class Renderer {
       scopes_.emplace_back();
       auto& scope = scopes_.back();
       bind_targets(s, scope, items[static_cast<size_t>(i)]);
-      scope["loop"] = Value::of(Json{{"index0", i},
-                                     {"index", i + 1},
-                                     {"revindex0", n - 1 - i},
-                                     {"revindex", n - i},
-                                     {"first", i == 0},
-                                     {"last", i == n - 1},
-                                     {"length", n}});
+      Value loop = Value::of(Json{{"index0", i},
+                                  {"index", i + 1},
+                                  {"revindex0", n - 1 - i},
+                                  {"revindex", n - i},
+                                  {"first", i == 0},
+                                  {"last", i == n - 1},
+                                  {"length", n}});
+      loops_.push_back({loop.data.get(), &items, static_cast<size_t>(i)});
+      scope["loop"] = std::move(loop);
       const Flow flow = exec(s.body);
+      loops_.pop_back();
       scopes_.pop_back();
       if (flow == Flow::break_loop) break;
     }
+  }
+
+  // loop.previtem and loop.nextitem are looked up in the loop's items when asked for, rather than
+  // copied into every iteration's loop object: each would copy a whole message.
+  Value neighbour(const Value& object, const std::string& name) const {
+    if (!object.is_data() || (name != "previtem" && name != "nextitem")) return Value();
+    for (const LoopFrame& frame : loops_) {
+      if (frame.loop != object.data.get()) continue;
+      if (name == "previtem") return frame.index > 0 ? (*frame.items)[frame.index - 1] : Value();
+      return frame.index + 1 < frame.items->size() ? (*frame.items)[frame.index + 1] : Value();
+    }
+    return Value();
   }
 
   Args eval_args(const Expr& e, size_t first) {
@@ -255,7 +270,7 @@ class Renderer {
       auto it = object.json().find(name);
       if (it != object.json().end()) return Value::child(object, *it);
     }
-    return Value();
+    return neighbour(object, name);
   }
 
   Value get_item(const Site& at, const Value& object, const Value& key) {
@@ -420,8 +435,16 @@ class Renderer {
     at.fail("unknown expression");
   }
 
+  // A running for loop: its loop object (by address) and the items it visits.
+  struct LoopFrame {
+    const Json* loop;
+    const std::vector<Value>* items;
+    size_t index;
+  };
+
   const Limits& limits_;
   Value globals_;
+  std::vector<LoopFrame> loops_;  // innermost last
   std::vector<std::unordered_map<std::string, Value>>
       scopes_;       // innermost last; [0] is the template's top level
   size_t base_ = 0;  // the first frame visible to lookup: a macro call's own, else 0

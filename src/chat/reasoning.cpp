@@ -18,6 +18,11 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
 
 }  // namespace
 
+bool prompt_opens_think(std::string_view prompt) {
+  const size_t end = prompt.find_last_not_of(" \t\r\n");
+  return end != std::string_view::npos && prompt.substr(0, end + 1).ends_with(open_tag);
+}
+
 ThinkSplitter::ThinkSplitter(bool enabled, bool opened_by_prompt)
     : state_(!enabled           ? State::content
              : opened_by_prompt ? State::reasoning

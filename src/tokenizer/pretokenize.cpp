@@ -1,4 +1,4 @@
-// Qwen2/Qwen3 pre-tokenizer: the Split regex of tokenizer.json, hand-written as a scanner.
+// Qwen's pre-tokenizers: the Split regexes of tokenizer.json, hand-written as one scanner.
 #include "tokenizer/pretokenize.h"
 
 #include <utf8proc.h>
@@ -16,6 +16,7 @@ enum : uint8_t {
   kNumber = 2,   // \p{N}
   kSpace = 4,    // \s: Oniguruma's Unicode \s is the White_Space property
   kNewline = 8,  // \r or \n
+  kMark = 16,    // \p{M}: Mn, Mc, Me (a Thai vowel sign, a Devanagari virama, an Arabic haraka)
 };
 
 bool is_white_space(uint32_t cp) {
@@ -36,6 +37,9 @@ uint8_t classify_slow(uint32_t cp) {
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
     case UTF8PROC_CATEGORY_NO: c |= kNumber; break;
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME: c |= kMark; break;
     default: break;
   }
   return c;
@@ -56,7 +60,21 @@ struct Char {
   uint8_t cls;
 };
 
-bool other(const Char& c) { return (c.cls & (kLetter | kNumber | kSpace)) == 0; }
+// The two classes the patterns differ in: what a word is made of ([\p{L}] or [\p{L}\p{M}]), and
+// what a run of punctuation excludes besides \s and \p{N} ([^\s\p{L}\p{N}] or
+// [^\s\p{L}\p{M}\p{N}]). Qwen2's pattern leaves a mark to the punctuation run, so "हिन्दी"
+// falls apart at every vowel sign; Qwen3.5's keeps it in the word.
+struct Classes {
+  uint8_t word;       // bits of a character that continues a word
+  uint8_t not_other;  // bits of a character that stops a punctuation run
+};
+
+Classes classes_of(SplitPattern pattern) {
+  if (pattern == SplitPattern::qwen35) {
+    return {kLetter | kMark, kLetter | kMark | kNumber | kSpace};
+  }
+  return {kLetter, kLetter | kNumber | kSpace};
+}
 
 uint32_t ascii_lower(uint32_t cp) { return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp; }
 
@@ -74,20 +92,22 @@ size_t contraction(const Char* c, size_t i, size_t n) {
 
 // End (character index) of the regex match starting at c[i]; every character is matched by
 // some alternative, so pre-tokens tile the text.
-size_t match_end(const Char* c, size_t i, size_t n) {
+size_t match_end(const Char* c, size_t i, size_t n, Classes k) {
   if (c[i].cp == '\'') {
     if (size_t end = contraction(c, i, n)) return end;
   }
-  // [^\r\n\p{L}\p{N}]?\p{L}+
+  // [^\r\n\p{L}\p{N}]?\p{L}+ (Qwen3.5: [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+). A mark may be the
+  // optional first character too; then it is also a word character, and the match is the same.
   size_t j = i;
-  if (!(c[i].cls & (kLetter | kNumber | kNewline)) && i + 1 < n && (c[i + 1].cls & kLetter)) ++j;
-  if (c[j].cls & kLetter) {
-    while (j < n && (c[j].cls & kLetter)) ++j;
+  if (!(c[i].cls & (kLetter | kNumber | kNewline)) && i + 1 < n && (c[i + 1].cls & k.word)) ++j;
+  if (c[j].cls & k.word) {
+    while (j < n && (c[j].cls & k.word)) ++j;
     return j;
   }
   // \p{N}
   if (c[i].cls & kNumber) return i + 1;
-  //  ?[^\s\p{L}\p{N}]+[\r\n]*
+  //  ?[^\s\p{L}\p{N}]+[\r\n]* (Qwen3.5: [^\s\p{L}\p{M}\p{N}])
+  auto other = [&](const Char& ch) { return (ch.cls & k.not_other) == 0; };
   j = (c[i].cp == ' ' && i + 1 < n && other(c[i + 1])) ? i + 1 : i;
   if (other(c[j])) {
     while (j < n && other(c[j])) ++j;
@@ -108,7 +128,14 @@ size_t match_end(const Char* c, size_t i, size_t n) {
 
 }  // namespace
 
-void pretokenize(std::string_view text, std::vector<std::string_view>& out) {
+std::optional<SplitPattern> split_pattern_of(std::string_view regex) {
+  if (regex == kQwen2SplitPattern) return SplitPattern::qwen2;
+  if (regex == kQwen35SplitPattern) return SplitPattern::qwen35;
+  return std::nullopt;
+}
+
+void pretokenize(std::string_view text, SplitPattern pattern, std::vector<std::string_view>& out) {
+  const Classes k = classes_of(pattern);
   thread_local std::vector<Char> chars;
   chars.clear();
   const auto& ascii = ascii_classes();
@@ -121,7 +148,7 @@ void pretokenize(std::string_view text, std::vector<std::string_view>& out) {
   }
   const size_t n = chars.size();
   for (size_t i = 0; i < n;) {
-    size_t end = match_end(chars.data(), i, n);
+    size_t end = match_end(chars.data(), i, n, k);
     size_t begin_byte = chars[i].offset;
     size_t end_byte = end < n ? chars[end].offset : text.size();
     out.push_back(text.substr(begin_byte, end_byte - begin_byte));

@@ -16,7 +16,7 @@ void encode_plain(const Tokenizer::Impl& t, std::string_view text, std::vector<T
   thread_local std::string normalized;
   thread_local std::vector<std::string_view> pieces;
   pieces.clear();
-  detail::pretokenize(detail::nfc(text, normalized), pieces);
+  detail::pretokenize(detail::nfc(text, normalized), t.split_pattern, pieces);
   for (std::string_view piece : pieces) t.bpe.encode(piece, ids);
 }
 

@@ -10,6 +10,7 @@
 #include "qwen3/tokenizer.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/piece_index.h"
+#include "tokenizer/pretokenize.h"
 
 namespace qwen3 {
 
@@ -29,6 +30,7 @@ struct Tokenizer::Impl {
   io::Buffer<Entry> entries;     // [vocab_size], by id
   detail::PieceIndex piece_ids;  // views into arena
   detail::Bpe bpe;
+  detail::SplitPattern split_pattern = detail::SplitPattern::qwen2;
   std::vector<AddedToken> added;  // longest first, so the first match is the longest
   bool added_first_byte[256] = {};
 

@@ -1,6 +1,6 @@
 // Loads tokenizer.json (Hugging Face `tokenizers` format) into the tokenizer's tables.
-// Only the Qwen2/Qwen3 pipeline is accepted: anything else is rejected rather than tokenized
-// wrongly.
+// Only the Qwen pipeline (Qwen2 to Qwen3.5) is accepted: anything else is rejected rather than
+// tokenized wrongly.
 #include <simdjson.h>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +9,7 @@
 #include <exception>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <utility>
 
 #include "io/mapped_file.h"
@@ -76,9 +77,10 @@ class Reader {
   std::filesystem::path file_;
 };
 
-// The Qwen2/Qwen3 pipeline: NFC, Split(pattern, Isolated) then ByteLevel without its own regex,
-// and a ByteLevel decoder. Other settings would need code this tokenizer does not have.
-void check_pipeline(const Reader& r, element root) {
+// The Qwen pipeline: NFC, Split(pattern, Isolated) then ByteLevel without its own regex, and a
+// ByteLevel decoder. Other settings would need code this tokenizer does not have. Returns which
+// of the known Split patterns it uses.
+SplitPattern check_pipeline(const Reader& r, element root) {
   r.expect(r.field(root, "normalizer", "normalizer"), "type", "NFC", "normalizer.type");
   element pre = r.field(root, "pre_tokenizer", "pre_tokenizer");
   r.expect(pre, "type", "Sequence", "pre_tokenizer.type");
@@ -89,8 +91,14 @@ void check_pipeline(const Reader& r, element root) {
   }
   element split = steps.at(0).value_unsafe(), byte_level = steps.at(1).value_unsafe();
   r.expect(split, "type", "Split", "pre_tokenizer.pretokenizers[0].type");
-  r.expect(r.field(split, "pattern", "Split.pattern"), "Regex", kQwenSplitPattern,
-           "Split.pattern.Regex");
+  const std::string_view regex =
+      r.string(r.field(r.field(split, "pattern", "Split.pattern"), "Regex", "Split.pattern.Regex"),
+               "Split.pattern.Regex");
+  const std::optional<SplitPattern> pattern = split_pattern_of(regex);
+  if (!pattern) {
+    r.fail(ErrorKind::unsupported,
+           "Split.pattern.Regex is neither Qwen3's nor Qwen3.5's pre-tokenizer pattern");
+  }
   r.expect(split, "behavior", "Isolated", "Split.behavior");
   if (r.boolean(split, "invert", "Split.invert"))
     r.fail(ErrorKind::unsupported, "Split.invert is true");
@@ -116,6 +124,7 @@ void check_pipeline(const Reader& r, element root) {
   if (!model.at_key("dropout").get(dropout) && !dropout.is_null()) {
     r.fail(ErrorKind::unsupported, "model.dropout is not supported");
   }
+  return *pattern;
 }
 
 TokenId checked_id(const Reader& r, int64_t id, std::string_view where) {
@@ -300,9 +309,10 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer_json(const std::filesystem::path
   }
   if (root.type() != element_type::OBJECT) r.fail(ErrorKind::format, "not a JSON object");
   r.expect(r.field(root, "model", "model"), "type", "BPE", "model.type");
-  check_pipeline(r, root);
+  const SplitPattern pattern = check_pipeline(r, root);
 
   auto t = std::make_unique<Tokenizer::Impl>();
+  t->split_pattern = pattern;
   load_vocab_and_added(*t, r, root);
   load_merges(*t, r, root);
   std::filesystem::path config = model_dir / "tokenizer_config.json";

@@ -51,6 +51,7 @@ struct HubOptions {
   bool drop_once = false;  // the first body of the weights stops halfway and the connection closes
   bool ignore_range = false;  // bodies always come whole, with 200
   bool corrupt = false;       // one byte of the weights flipped, the advertised sha256 unchanged
+  bool jinja = false;         // a chat_template.jinja beside the config, as Qwen3.5's repos have
 };
 
 // huggingface.co in miniature. /{repo}/resolve/main/{file} answers with X-Repo-Commit and an ETag;
@@ -64,6 +65,8 @@ class FakeHub {
     for (const char* name :
          {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
       files_[name] = read_bytes(test::tiny_model() / name);
+    if (options.jinja)
+      files_["chat_template.jinja"] = read_bytes(test::qwen35_chat() / "chat_template.jinja");
     const std::string weights = read_bytes(test::tiny_model() / "model.safetensors");
     weights_ = options.sharded ? kShard : "model.safetensors";
     files_[weights_] = weights;
@@ -337,6 +340,17 @@ TEST_F(PullCli, ShardedModelFetchesTheIndexAndItsShards) {
   EXPECT_EQ(sha256_hex(read_bytes(snapshot / kShard)), hub.sha(kShard));
   auto generated = run_qwen3("run " + kRepo + " 'Hello' --temp 0 -n 2", "", false);
   EXPECT_EQ(generated.exit_code, 0) << generated.err;
+}
+
+TEST_F(PullCli, FetchesChatTemplateJinjaWhereTheRepoHasOne) {
+  FakeHub without;
+  ASSERT_EQ(pull(without).exit_code, 0);
+  const fs::path snapshot = repo_dir() / "snapshots" / kCommit;
+  EXPECT_FALSE(fs::exists(snapshot / "chat_template.jinja"));  // optional: Qwen3 has none
+  FakeHub with({.jinja = true});
+  auto run = pull(with);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(read_bytes(snapshot / "chat_template.jinja"), with.data("chat_template.jinja"));
 }
 
 TEST_F(PullCli, UnknownRepoIsOneErrorLine) {

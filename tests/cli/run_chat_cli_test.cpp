@@ -2,6 +2,10 @@
 // models.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
@@ -180,6 +184,30 @@ TEST(ChatCli, TypedControlTokensCannotEndTheTurn) {
   size_t count = 0;
   for (size_t p = 0; (p = ids.find(" 151645 ", p)) != std::string::npos; ++p) ++count;
   EXPECT_EQ(count, 1u) << ids;
+}
+
+TEST(ChatCli, Qwen35TemplateOpensTheThinkBlockInThePrompt) {
+  // qwen3-tiny's weights and tokenizer with Qwen3.5's chat_template.jinja beside them.
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("qwen3_chat35_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* file : {"config.json", "generation_config.json", "model.safetensors",
+                           "tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::create_symlink(test::tiny_model() / file, dir / file);
+  std::filesystem::copy_file(test::qwen35_chat() / "chat_template.jinja",
+                             dir / "chat_template.jinja");
+  const std::string model = test::shell_quote(dir.string());
+  auto thinking = run_qwen3("chat " + model + " --temp 0 -n 3 -v", "hi\n", false);
+  auto direct = run_qwen3("chat " + model + " --temp 0 -n 3 -v --no-think", "hi\n", false);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(thinking.exit_code, 0) << thinking.err;
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  // "<|im_start|>assistant\n<think>\n": the reply starts inside the block, shown as thinking.
+  EXPECT_NE(thinking.err.find(" 151644 77091 198 151667 198]"), std::string::npos) << thinking.err;
+  EXPECT_EQ(thinking.output.rfind("<think>", 0), 0u) << thinking.output;
+  // "<think>\n\n</think>\n\n" closes it: the reply is the answer.
+  EXPECT_NE(direct.err.find(" 151667 271 151668 271]"), std::string::npos) << direct.err;
+  EXPECT_NE(direct.output.rfind("<think>", 0), 0u) << direct.output;
 }
 
 }  // namespace

@@ -13,15 +13,16 @@
 namespace qwen3 {
 namespace {
 
-nlohmann::ordered_json reference() {
-  std::ifstream in(test::reference("chat_template.json"));
+nlohmann::ordered_json reference(const std::string& name = "chat_template.json") {
+  std::ifstream in(test::reference(name));
   return nlohmann::ordered_json::parse(in);
 }
 
-// Runs verify_chat_reference, capturing what it prints.
-int verify(const nlohmann::ordered_json& ref, std::string& printed) {
+// Runs verify_chat_reference with the template of `model`, capturing what it prints.
+int verify(const nlohmann::ordered_json& ref, std::string& printed,
+           const std::filesystem::path& model = test::tiny_model()) {
   std::FILE* out = std::tmpfile();
-  const int rc = cli::verify_chat_reference(ChatTemplate::load(test::tiny_model()), ref, out);
+  const int rc = cli::verify_chat_reference(ChatTemplate::load(model), ref, out);
   std::rewind(out);
   printed.clear();
   char buf[4096];
@@ -52,6 +53,28 @@ TEST(VerifyChat, MismatchReportsFirstDifferingByte) {
   const auto total = std::to_string(ref["cases"].size());
   EXPECT_NE(printed.find("chat template: " + std::to_string(ref["cases"].size() - 1) + "/" + total +
                          " cases match"),
+            std::string::npos)
+      << printed;
+}
+
+TEST(VerifyChat, Qwen35CasesIncludingTheRefusedOnes) {
+  auto ref = reference("chat_template_qwen35.json");
+  std::string printed;
+  const auto total = std::to_string(ref["cases"].size());
+  EXPECT_EQ(verify(ref, printed, test::qwen35_chat()), 0);
+  EXPECT_EQ(printed, "chat template: " + total + "/" + total + " cases match\n");
+  // A case HF refused must be refused: one that renders, or fails otherwise, is a mismatch.
+  for (auto& c : ref["cases"]) {
+    if (c["name"] == "raise-system-not-first") c["messages"][1]["role"] = "user";
+    if (c["name"] == "raise-no-user-query") c["error"] = "some other message";
+  }
+  EXPECT_EQ(verify(ref, printed, test::qwen35_chat()), 1);
+  EXPECT_NE(printed.find("case raise-system-not-first: rendered "), std::string::npos) << printed;
+  EXPECT_NE(printed.find("bytes; expected the error \"System message must be at the beginning.\""),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("case raise-no-user-query: error: chat template raised: No user query "
+                         "found in messages.; expected the error \"some other message\""),
             std::string::npos)
       << printed;
 }
@@ -113,12 +136,29 @@ TEST_F(TemplateCommand, ObjectWithToolsAndNoGenerationPrompt) {
   EXPECT_EQ(status, 0);
 }
 
+TEST_F(TemplateCommand, Qwen35TemplateFileAndKwargs) {
+  // The folder has chat_template.jinja and a tokenizer_config.json without a template.
+  const auto file = write("chat.json", R"({"messages": [{"role": "user", "content": [
+      {"type": "image"}, {"type": "text", "text": "Hi"}]}], "chat_template_kwargs": {"add_vision_id": true}})");
+  int status = 0;
+  EXPECT_EQ(run_cli("template " + test::qwen35_chat().string() + " " + file, status),
+            "<|im_start|>user\nPicture 1: <|vision_start|><|image_pad|><|vision_end|>Hi<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n");
+  EXPECT_EQ(status, 0);
+  const std::string verified = run_cli("verify " + test::qwen35_chat().string() + " " +
+                                           test::reference("chat_template_qwen35.json").string(),
+                                       status);
+  EXPECT_EQ(status, 0) << verified;
+  EXPECT_NE(verified.find("cases match"), std::string::npos) << verified;
+}
+
 TEST_F(TemplateCommand, BadConversationIsAnError) {
   const auto file = write("chat.json", R"([{"role": "user", "content": 3}])");
   int status = 0;
   const auto out = run_cli("template " + test::tiny_model().string() + " " + file, status);
   EXPECT_NE(status, 0);
-  EXPECT_NE(out.find("error: messages[0]: field 'content' must be a string"), std::string::npos)
+  EXPECT_NE(out.find("error: messages[0]: field 'content' must be a string or a list"),
+            std::string::npos)
       << out;
 }
 

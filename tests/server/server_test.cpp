@@ -57,6 +57,40 @@ const ServedModel& roomy() {
   return m;
 }
 
+// Qwen3.5's template (chat_template.jinja, the same tokenizer): XML tool calls, and a prompt that
+// opens the <think> block itself.
+TEST(OpenAiRequest, Qwen35TemplateParsesStringArgumentsAndOpensThink) {
+  static const ChatTemplate chat = ChatTemplate::load(test::qwen35_chat());
+  ServedModel model = roomy();
+  model.chat = &chat;
+  model.tool_syntax = tool_syntax_of_template(chat.source());
+  const std::string body = R"({"messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"days\": 2}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "21C"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
+      {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]})";
+  const ApiRequest r = parse_request(Endpoint::chat, body, model);
+  const std::string prompt = served().tokenizer.decode(r.prompt);
+  // OpenAI clients send arguments as a JSON string; the template's |items needs the object.
+  EXPECT_NE(prompt.find("<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n"
+                        "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+                        "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call><|im_end|>\n"
+                        "<|im_start|>user\n<tool_response>\n21C\n</tool_response><|im_end|>\n"),
+            std::string::npos)
+      << prompt;
+  EXPECT_TRUE(prompt.ends_with("<|im_start|>assistant\n<think>\n")) << prompt;
+  EXPECT_TRUE(r.thinking_opened);
+  EXPECT_EQ(r.tool_syntax, ToolSyntax::xml);
+  const ApiRequest off = parse_request(
+      Endpoint::chat,
+      R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"enable_thinking": false}})",
+      model);
+  EXPECT_TRUE(served().tokenizer.decode(off.prompt).ends_with("<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(off.thinking_opened);
+}
+
 ApiError error_of(Endpoint endpoint, const std::string& body) {
   try {
     parse_request(endpoint, body, served().model);

@@ -4,8 +4,10 @@
 
 #include <random>
 
+#include "qwen3/chat.h"
 #include "qwen3/error.h"
 #include "server/tool_calls.h"
+#include "test_paths.h"
 
 namespace qwen3::server {
 namespace {
@@ -155,6 +157,11 @@ TEST(ToolCallParser, Qwen35XmlCalls) {
 TEST(ToolCallParser, SyntaxFromTheTemplate) {
   EXPECT_EQ(tool_syntax_of_template("{{- '<tool_call>\\n{\"name\": ' }}"), ToolSyntax::json);
   EXPECT_EQ(tool_syntax_of_template("<tool_call>\\n<function=' + tool_call.name + '>"),
+            ToolSyntax::xml);
+  // The real templates: Qwen3's in tokenizer_config.json, Qwen3.5's in chat_template.jinja.
+  EXPECT_EQ(tool_syntax_of_template(ChatTemplate::load(test::tiny_model()).source()),
+            ToolSyntax::json);
+  EXPECT_EQ(tool_syntax_of_template(ChatTemplate::load(test::qwen35_chat()).source()),
             ToolSyntax::xml);
 }
 

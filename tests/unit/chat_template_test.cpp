@@ -28,6 +28,7 @@ ChatOptions options_of(const OrderedJson& c) {
   if (c.contains("add_generation_prompt"))
     options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
   if (c.contains("tools")) options.tools = c["tools"];
+  if (c.contains("kwargs")) options.variables = c["kwargs"];
   return options;
 }
 
@@ -39,6 +40,90 @@ TEST(ChatTemplate, EveryReferenceCaseMatchesHuggingFace) {
     EXPECT_EQ(tmpl.render(c["messages"], options_of(c)), c["rendered"].get<std::string>())
         << c["name"];
   }
+}
+
+TEST(ChatTemplate, EveryQwen35ReferenceCaseMatchesHuggingFace) {
+  // Qwen3.5 ships its template as chat_template.jinja; tokenizer_config.json has none.
+  std::ifstream in(test::reference("chat_template_qwen35.json"));
+  const auto reference = OrderedJson::parse(in);
+  const auto tmpl = ChatTemplate::load(test::qwen35_chat());
+  ASSERT_EQ(tmpl.source(), reference["template"].get<std::string>());
+  size_t rendered = 0, refused = 0;
+  for (const auto& c : reference["cases"]) {
+    const std::string name = c["name"];
+    if (c["rendered"].is_string()) {
+      EXPECT_EQ(tmpl.render(c["messages"], options_of(c)), c["rendered"].get<std::string>())
+          << name;
+      ++rendered;
+      continue;
+    }
+    // HF raised: the engine must refuse with the same message, not render something.
+    const std::string want = c["error"];
+    try {
+      const std::string got = tmpl.render(c["messages"], options_of(c));
+      ADD_FAILURE() << name << ": rendered " << got.size() << " bytes, expected: " << want;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << name;
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << name << ": " << e.what();
+    }
+    ++refused;
+  }
+  EXPECT_GE(rendered, 15u);
+  EXPECT_GE(refused, 3u);
+}
+
+OrderedJson qwen35_render_args(const std::string& arguments) {
+  return OrderedJson::parse(R"([{"role": "user", "content": "x"},
+    {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": )" +
+                            arguments + "}}]}]");
+}
+
+TEST(ChatTemplate, Qwen35PrintsArgumentsAsPython) {
+  // The XML form prints each argument with Python's str() unless it is a list or dict (tojson).
+  const auto tmpl = ChatTemplate::load(test::qwen35_chat());
+  ChatOptions options;
+  options.add_generation_prompt = false;
+  const auto messages = qwen35_render_args(
+      R"({"flag": true, "none": null, "small": 1e-07, "big": 1e16, "half": 0.5, "n": -3,
+          "s": "tekst \"quoted\"", "list": [1, "é", null], "dict": {"b": false, "a": 1.0}})");
+  EXPECT_EQ(tmpl.render(messages, options),
+            "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+            "<tool_call>\n<function=f>\n"
+            "<parameter=flag>\nTrue\n</parameter>\n<parameter=none>\nNone\n</parameter>\n"
+            "<parameter=small>\n1e-07\n</parameter>\n<parameter=big>\n1e+16\n</parameter>\n"
+            "<parameter=half>\n0.5\n</parameter>\n<parameter=n>\n-3\n</parameter>\n"
+            "<parameter=s>\ntekst \"quoted\"\n</parameter>\n"
+            "<parameter=list>\n[1, \"é\", null]\n</parameter>\n"
+            "<parameter=dict>\n{\"b\": false, \"a\": 1.0}\n</parameter>\n"
+            "</function>\n</tool_call><|im_end|>\n");
+}
+
+TEST(ChatTemplate, Qwen35TrimsUnicodeWhitespaceAsPython) {
+  // Every message goes through |trim, which is Python's str.strip(): U+3000, U+00A0 and U+2028
+  // are whitespace to it, U+200B (a format character) is not.
+  const auto tmpl = ChatTemplate::load(test::qwen35_chat());
+  ChatOptions options;
+  options.add_generation_prompt = false;
+  const auto messages = OrderedJson::parse(
+      R"([{"role": "user", "content": "\u3000\u00a0 hi\u2028\n"}, {"role": "user", "content": "\u200bx\u200b"}])");
+  EXPECT_EQ(tmpl.render(messages, options),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>user\n\u200bx\u200b<|im_end|>\n");
+}
+
+TEST(ChatTemplate, Qwen35VisionIdsAreTemplateVariables) {
+  const auto tmpl = ChatTemplate::load(test::qwen35_chat());
+  const auto messages = OrderedJson::parse(
+      R"([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}])");
+  ChatOptions options;
+  const std::string plain = tmpl.render(messages, options);
+  options.variables = {{"add_vision_id", true}};
+  const std::string numbered = tmpl.render(messages, options);
+  EXPECT_EQ(plain,
+            "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n");
+  EXPECT_EQ(numbered,
+            "<|im_start|>user\nPicture 1: <|vision_start|><|image_pad|><|vision_end|>?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n");
 }
 
 // Renders a small template with `vars` as its globals.
@@ -97,6 +182,20 @@ TEST(Jinja, LoopVariablesAndReversal) {
             "135");
 }
 
+TEST(Jinja, LoopNeighbours) {
+  EXPECT_EQ(run("{% for x in xs %}[{{ loop.previtem }}<{{ x }}>{{ loop.nextitem }}]{% endfor %}",
+                R"({"xs": [{"r": 1}, "b", 3]})"),
+            "[<{'r': 1}>b][{'r': 1}<b>3][b<3>]");
+  EXPECT_EQ(run("{% for x in xs %}{{ loop.previtem is defined }}{% for y in [7] %}{{ "
+                "loop.previtem is defined }}{% endfor %}{% endfor %}",
+                R"({"xs": [1, 2]})"),
+            "FalseFalseTrueFalse");  // the inner loop has no previous item of its own
+  EXPECT_EQ(run("{% for m in ms %}{% if loop.previtem and loop.previtem.role != m.role %}|{% endif "
+                "%}{{ m.role }}{% endfor %}",
+                R"({"ms": [{"role": "a"}, {"role": "a"}, {"role": "b"}]})"),
+            "aa|b");
+}
+
 TEST(Jinja, ScopingAndNamespace) {
   // A set inside a loop does not leak out; a namespace attribute does.
   EXPECT_EQ(run("{% set x = 1 %}{% set ns = namespace(y=1) %}{% for i in [5] %}{% set x = i %}{% "
@@ -147,6 +246,29 @@ TEST(Jinja, FiltersAndMethods) {
   EXPECT_EQ(run("{{ missing | default('d') }}|{{ [1, 2] | join('-') }}|{{ d.get('k', 0) }}",
                 R"({"d": {}})"),
             "d|1-2|0");
+}
+
+TEST(Jinja, PythonStringWhitespace) {
+  // str.strip()/split() without arguments take Python's whitespace, not only ASCII's.
+  EXPECT_EQ(run("[{{ '\u3000\u00a0a b\u2029\x1f' | trim }}]|{{ 'a\u3000b\u0085c'.split() "
+                "}}|[{{ '\u200ba'.strip() }}]"),
+            "[a b]|['a', 'b', 'c']|[\u200ba]");
+  // A set of characters, each a whole code point: stripping "é" never cuts "ê" in half.
+  EXPECT_EQ(run("{{ 'éêé'.strip('é') }}|{{ 'xéx'.lstrip('x') }}|{{ '--a--'.rstrip('-') }}"),
+            "ê|éx|--a");
+  EXPECT_EQ(run("{{ '  1   2   3  '.split(none, 1) }}|{{ ' a b '.split(none, 0) }}"),
+            "['1', '2   3  ']|['a b ']");
+}
+
+TEST(Jinja, TestsOnUndefinedAndItems) {
+  // Jinja's Undefined iterates as empty and has a length, so it passes `iterable` and `sequence`.
+  EXPECT_EQ(
+      run("{{ u is iterable }} {{ u is sequence }} {{ u is mapping }} {{ none is iterable }}"),
+      "True True False False");
+  EXPECT_EQ(run("{% for k, v in d | items %}{{ k }}={{ v }};{% endfor %}|{% for k, v in u | items "
+                "%}x{% endfor %}",
+                R"({"d": {"b": 1, "a": [2]}})"),
+            "b=1;a=[2];|");
 }
 
 TEST(Jinja, Expressions) {
@@ -226,6 +348,9 @@ TEST(ChatTemplateErrors, RuntimeErrorsAndRaiseException) {
                "unsupported operand types for +: int and str");
   expect_error([] { run("{% for i in range(100000000) %}{% endfor %}"); },
                ErrorKind::invalid_argument, "exceeds the limit");
+  // Jinja's own wording, which Qwen3.5's reference expects for arguments given as a string.
+  expect_error([] { run("{% for k, v in '{}' | items %}{% endfor %}"); },
+               ErrorKind::invalid_argument, "1:21: Can only get item pairs from a mapping.");
 }
 
 TEST(ChatTemplateErrors, LimitsStopRunawayTemplates) {
@@ -275,7 +400,35 @@ TEST(ChatTemplateErrors, BadMessages) {
         auto r = tmpl.render(nlohmann::json::parse(
             R"([{"role": "user", "content": "a"}, {"role": "user", "content": 5}])"));
       },
-      ErrorKind::invalid_argument, "messages[1]: field 'content' must be a string");
+      ErrorKind::invalid_argument,
+      "messages[1]: field 'content' must be a string or a list of content parts (objects)");
+  expect_error(
+      [&] {
+        auto r = tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": ["hi"]}])"));
+      },
+      ErrorKind::invalid_argument, "messages[0]: field 'content' must be a string or a list");
+  // Qwen3's template concatenates content as a string: parts are refused there, with line:col.
+  expect_error(
+      [&] {
+        auto r = tmpl.render(nlohmann::json::parse(
+            R"([{"role": "user", "content": [{"type": "text", "text": "a"}]}])"));
+      },
+      ErrorKind::invalid_argument, "chat template ");
+  ChatOptions reserved;
+  reserved.variables = {{"messages", nlohmann::ordered_json::array()}};
+  expect_error(
+      [&] {
+        auto r =
+            tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": "x"}])"), reserved);
+      },
+      ErrorKind::invalid_argument, "template variables: 'messages' is set by the request itself");
+  reserved.variables = 5;
+  expect_error(
+      [&] {
+        auto r =
+            tmpl.render(nlohmann::json::parse(R"([{"role": "user", "content": "x"}])"), reserved);
+      },
+      ErrorKind::invalid_argument, "template variables: expected an object");
   expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"([{"content": "x"}])")); },
                ErrorKind::invalid_argument, "messages[0]: missing string field 'role'");
   expect_error([&] { auto r = tmpl.render(nlohmann::json::parse(R"(["hi"])")); },
@@ -316,10 +469,25 @@ TEST_F(ConfigDir, NamedTemplateListPicksDefault) {
             "hi</s>");
 }
 
+TEST_F(ConfigDir, JinjaFileWinsOverTheConfigKey) {
+  // As in transformers: chat_template.jinja replaces tokenizer_config.json's template, whose
+  // special tokens still apply; without a config the file alone is enough.
+  write(R"({"eos_token": "</s>", "chat_template": "config"})");
+  std::ofstream(dir_ / "chat_template.jinja") << "file {{ eos_token }}\n";
+  const auto messages = nlohmann::json::parse(R"([{"role": "user", "content": "hi"}])");
+  EXPECT_EQ(ChatTemplate::load(dir_).render(messages), "file </s>");
+  std::filesystem::remove(dir_ / "tokenizer_config.json");
+  EXPECT_EQ(ChatTemplate::load(dir_).render(messages), "file ");
+  std::ofstream(dir_ / "chat_template.jinja") << "{% if %}";
+  expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format,
+               "chat_template.jinja: chat template 1:7: unexpected '%}'");
+}
+
 TEST_F(ConfigDir, MissingOrBrokenTemplate) {
   write(R"({"eos_token": "x"})");
   expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format,
-               "no string field 'chat_template'");
+               "no string field 'chat_template' (or a list entry named default), and no "
+               "chat_template.jinja");
   write(R"({"chat_template": "{% if %}"})");
   expect_error([&] { ChatTemplate::load(dir_); }, ErrorKind::format,
                "tokenizer_config.json: chat template 1:7: unexpected '%}'");

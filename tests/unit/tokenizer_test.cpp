@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "qwen3/error.h"
 #include "test_paths.h"
@@ -292,6 +293,89 @@ TEST_F(TokenizerFiles, MergeOfUnknownPiece) {
   EXPECT_NE(std::string(e.what()).find("merge 5"), std::string::npos) << e.what();
 }
 
+std::vector<std::string_view> split(std::string_view text, detail::SplitPattern pattern) {
+  std::vector<std::string_view> pieces;
+  detail::pretokenize(text, pattern, pieces);
+  return pieces;
+}
+
+// tokenizer.json with another Split regex: Qwen3.5's file has the same pipeline otherwise.
+std::string with_split_pattern(std::string_view regex) {
+  std::ifstream in(test::fixtures() / "tokenizer.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = regex;
+  return j.dump();
+}
+
+// Byte offsets where one piece (token or pre-token) ends and the next begins.
+std::set<size_t> cuts(const std::vector<std::string_view>& pieces) {
+  std::set<size_t> out;
+  size_t at = 0;
+  for (auto p : pieces) out.insert(at += p.size());
+  return out;
+}
+std::set<size_t> token_cuts(const Tokenizer& tok, const std::vector<TokenId>& ids) {
+  std::vector<std::string_view> bytes;
+  for (TokenId id : ids) bytes.push_back(tok.token_bytes(id));
+  return cuts(bytes);
+}
+
+TEST_F(TokenizerFiles, Qwen35PatternKeepsCombiningMarksInWords) {
+  write("tokenizer.json", with_split_pattern(detail::kQwen35SplitPattern));
+  const Tokenizer qwen35 = Tokenizer::load(dir_);
+  using P = detail::SplitPattern;
+  // Where the two patterns split a text alike, the ids are Qwen3's. Where they differ, every
+  // Qwen3.5 pre-token boundary is a token boundary (BPE never merges across one), and some token
+  // crosses a Qwen3 boundary: the text was cut by the new pattern, not the old.
+  const auto crosses_old_cut = [](const std::set<size_t>& token, const std::set<size_t>& old) {
+    return !std::includes(token.begin(), token.end(), old.begin(), old.end());
+  };
+  int alike = 0, different = 0, crossing = 0;
+  for (const auto& c : reference()["encode"]) {
+    const std::string text = nfc(c["text"].get<std::string>());
+    if (text.find("<|") != std::string::npos) continue;  // added tokens cut the text first
+    const auto old_split = split(text, P::qwen2), new_split = split(text, P::qwen35);
+    const std::vector<TokenId> ids = qwen35.encode(text);
+    EXPECT_EQ(qwen35.decode(ids), text);
+    if (old_split == new_split) {
+      EXPECT_EQ(ids, tokenizer().encode(text)) << text;
+      ++alike;
+      continue;
+    }
+    ++different;
+    const std::set<size_t> token = token_cuts(qwen35, ids), new_cuts = cuts(new_split);
+    EXPECT_TRUE(std::includes(token.begin(), token.end(), new_cuts.begin(), new_cuts.end()))
+        << text;
+    crossing += crosses_old_cut(token, cuts(old_split));
+  }
+  EXPECT_GT(alike, 100);
+  EXPECT_GT(different, 10);
+  EXPECT_GE(crossing, 1);
+  // Qwen3's merges were learnt on Qwen3's pre-tokens, so few of them span a letter and a mark:
+  // Devanagari tokenizes the same either way, Thai and Arabic with harakat do not. "น้ำ" (water)
+  // is one token of the vocabulary that Qwen3's pattern cannot reach (it cuts before U+0E49).
+  EXPECT_EQ(qwen35.encode("น้ำ").size(), 1u);
+  EXPECT_EQ(tokenizer().encode("น้ำ").size(), 2u);
+  for (std::string text : {"สวัสดีครับ", "مَرْحَبًا بِكُمْ", "السَّلَامُ عَلَيْكُمْ"}) {
+    const std::vector<TokenId> ids = qwen35.encode(text);
+    EXPECT_NE(ids, tokenizer().encode(text)) << text;
+    const std::set<size_t> token = token_cuts(qwen35, ids);
+    const std::set<size_t> words = cuts(split(text, P::qwen35));
+    EXPECT_TRUE(std::includes(token.begin(), token.end(), words.begin(), words.end())) << text;
+    EXPECT_TRUE(crosses_old_cut(token, cuts(split(text, P::qwen2)))) << text;
+  }
+}
+
+TEST_F(TokenizerFiles, OtherSplitPatternsAreRefused) {
+  write("tokenizer.json", with_split_pattern("\\s+|\\S+"));
+  Error e = load_error();
+  EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+  EXPECT_NE(std::string(e.what()).find("Split.pattern.Regex is neither Qwen3's nor Qwen3.5's"),
+            std::string::npos)
+      << e.what();
+  EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+}
+
 TEST(Pretokenize, SplitsLikeTheRegex) {
   // Expected splits computed with Python's `regex` module (regex.findall) on the same pattern.
   const std::vector<std::pair<std::string, std::vector<std::string_view>>> cases = {
@@ -305,9 +389,56 @@ TEST(Pretokenize, SplitsLikeTheRegex) {
   };
   for (const auto& [text, expected] : cases) {
     std::vector<std::string_view> pieces;
-    detail::pretokenize(text, pieces);
+    detail::pretokenize(text, detail::SplitPattern::qwen2, pieces);
     EXPECT_EQ(pieces, expected) << nlohmann::json(text).dump();
   }
+}
+
+TEST(Pretokenize, Qwen35KeepsCombiningMarksInTheWord) {
+  // Written by hand from the two regexes (and checked with Python's `regex` module). Qwen3's
+  // [^\s\p{L}\p{N}]+ takes a mark as punctuation, which then grabs the next letter through the
+  // optional first character of [^\r\n\p{L}\p{N}]?\p{L}+; Qwen3.5's [\p{L}\p{M}]+ keeps it.
+  using P = detail::SplitPattern;
+  struct Case {
+    std::string text;
+    std::vector<std::string_view> qwen3, qwen35;
+  };
+  const std::vector<Case> cases = {
+      // Thai: U+0E31 and U+0E35 are vowel signs (Mn) between consonants.
+      {"สวัสดีครับ", {"สว", "ัสด", "ีคร", "ับ"}, {"สวัสดีครับ"}},
+      // Devanagari: virama U+094D (Mn), vowel signs U+0947/U+0941 (Mn), U+093F/U+093E (Mc).
+      {"नमस्ते दुनिया", {"नमस", "्त", "े", " द", "ुन", "िय", "ा"}, {"नमस्ते", " दुनिया"}},
+      // Arabic with harakat (fatha, sukun, fathatan, kasra, damma: all Mn).
+      {"مَرْحَبًا بِكُمْ", {"م", "َر", "ْح", "َب", "ًا", " ب", "ِك", "ُم", "ْ"}, {"مَرْحَبًا", " بِكُمْ"}},
+      // Decomposed Latin, as text is before NFC (or after it, where no precomposed form exists).
+      {"cafe\u0301 e\u0301te\u0301!",
+       {"cafe", "\u0301", " e", "\u0301te", "\u0301!"},
+       {"cafe\u0301", " e\u0301te\u0301", "!"}},
+      {"x\u0301\u0323y's", {"x", "\u0301\u0323", "y", "'s"}, {"x\u0301\u0323y", "'s"}},
+      {"a\u20DD", {"a", "\u20DD"}, {"a\u20DD"}},  // an enclosing mark (Me)
+      // A mark ends a punctuation run in Qwen3.5, then starts a word of its own.
+      {"..\u0301", {"..\u0301"}, {"..", "\u0301"}},
+      {"(\u0301)", {"(\u0301)"}, {"(\u0301", ")"}},
+      // Where a mark follows a digit, a space or opens the text, both agree.
+      {"1\u0301", {"1", "\u0301"}, {"1", "\u0301"}},
+      {"\u0301a \u0301", {"\u0301a", " \u0301"}, {"\u0301a", " \u0301"}},
+      {"it's 'RE 123abc",
+       {"it", "'s", " '", "RE", " ", "1", "2", "3", "abc"},
+       {"it", "'s", " '", "RE", " ", "1", "2", "3", "abc"}},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(split(c.text, P::qwen2), c.qwen3) << nlohmann::json(c.text).dump();
+    EXPECT_EQ(split(c.text, P::qwen35), c.qwen35) << nlohmann::json(c.text).dump();
+  }
+}
+
+TEST(Pretokenize, KnowsExactlyTheTwoQwenPatterns) {
+  EXPECT_EQ(detail::split_pattern_of(detail::kQwen2SplitPattern), detail::SplitPattern::qwen2);
+  EXPECT_EQ(detail::split_pattern_of(detail::kQwen35SplitPattern), detail::SplitPattern::qwen35);
+  EXPECT_FALSE(detail::split_pattern_of("\\s+"));
+  std::string almost(detail::kQwen35SplitPattern);
+  almost.pop_back();
+  EXPECT_FALSE(detail::split_pattern_of(almost));
 }
 
 TEST(TokenizerUtf8, LossyDecodingFollowsMaximalSubparts) {

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <span>
 
 #include "cli/commands.h"
 #include "cli/load_flags.h"
@@ -28,8 +29,9 @@ void on_sigint(int) { interrupted = true; }
 // reasoning and answer apart for the conversation history.
 class ReplyPrinter {
  public:
-  ReplyPrinter(bool colour, bool hide_think, bool thinking)
-      : colour_(colour), hide_(hide_think), splitter_(thinking, false) {}
+  // `opened`: the prompt already opened the <think> block (Qwen3.5's template).
+  ReplyPrinter(bool colour, bool hide_think, bool thinking, bool opened)
+      : colour_(colour), hide_(hide_think), splitter_(thinking, opened) {}
 
   void print(const std::string& text) { show(splitter_.push(text)); }
   void finish() {
@@ -150,7 +152,10 @@ void add_chat_command(CLI::App& app) {
                      ids.size() - reused);
       }
       Generation g(seq, tokenizer, std::vector<TokenId>(ids.begin() + reused, ids.end()), options);
-      ReplyPrinter printer(colour, a->hide_think, thinking);
+      // A few tokens show whether the template itself wrote "<think>\n" at the end.
+      const auto tail = std::span<const TokenId>(ids).last(std::min<size_t>(ids.size(), 8));
+      ReplyPrinter printer(colour, a->hide_think, thinking,
+                           thinking && prompt_opens_think(tokenizer.decode(tail)));
       const auto t0 = std::chrono::steady_clock::now();
       generate(*model, g, [&](const GeneratedToken& t) {
         printer.print(t.text);

@@ -371,6 +371,9 @@ fs::path hub_pull(const HubEndpoint& hub, const std::string& repo, PullProgress&
     fetch("generation_config.json", *info);
   fetch_required("tokenizer.json");
   fetch_required("tokenizer_config.json");
+  // Newer repos (Qwen3.5) keep the chat template in a file of its own.
+  if (auto info = hub_file_info(hub, repo, "chat_template.jinja"))
+    fetch("chat_template.jinja", *info);
   const fs::path snapshot = hub_repo_dir(repo) / "snapshots" / commit;
   if (auto info = hub_file_info(hub, repo, "model.safetensors")) {
     fetch("model.safetensors", *info);

@@ -100,8 +100,8 @@ void add_pull_command(CLI::App& app) {
       "Download a model from the Hugging Face Hub into its cache (resumable, sha256-verified)");
   cmd->add_option("repo", *repo, "Hub id, e.g. Qwen/Qwen3-0.6B")->required();
   cmd->footer(
-      "Files: config.json, generation_config.json, tokenizer.json, tokenizer_config.json and "
-      "model.safetensors\n"
+      "Files: config.json, generation_config.json, tokenizer.json, tokenizer_config.json, "
+      "chat_template.jinja and model.safetensors\n"
       "(or model.safetensors.index.json and its shards), from main. Interrupted downloads resume "
       "on the next pull;\n"
       "files already in the cache are not downloaded again. Then `qwen3 run <repo> ...` finds it.\n"

@@ -20,6 +20,7 @@
 #include "qwen3/error.h"
 #include "qwen3/generation.h"
 #include "qwen3/grammar.h"
+#include "qwen3/reasoning.h"
 
 namespace qwen3::cli {
 
@@ -46,7 +47,8 @@ const char* stop_description(FinishReason r) {
 // The constraint of --grammar (grammar text) or --json-schema (a schema file): every token keeps
 // the output inside it, after the reasoning when the chat template lets the model think first.
 GrammarConstraint output_constraint(const std::string& grammar_file, const std::string& schema_file,
-                                    const Tokenizer& tokenizer, bool thinking,
+                                    const Tokenizer& tokenizer,
+                                    GrammarConstraint::Reasoning reasoning,
                                     const std::vector<TokenId>& eos) {
   std::string text;
   if (!grammar_file.empty()) {
@@ -61,8 +63,7 @@ GrammarConstraint output_constraint(const std::string& grammar_file, const std::
   c.grammar = std::make_shared<const TokenGrammar>(Grammar::parse(text), vocabulary);
   c.think_start = vocabulary->added_token("<think>");
   c.think_end = vocabulary->added_token("</think>");
-  c.reasoning =
-      thinking ? GrammarConstraint::Reasoning::optional : GrammarConstraint::Reasoning::none;
+  c.reasoning = reasoning;
   // A complete output ends its turn: <|im_end|> alone where it is an eos token.
   const TokenId im_end = vocabulary->added_token("<|im_end|>");
   if (std::find(eos.begin(), eos.end(), im_end) != eos.end()) c.end_tokens = {im_end};
@@ -117,19 +118,25 @@ void add_run_command(CLI::App& app) {
     const double load_s = seconds_since(t_load);
     GenerationOptions options = a->sampling.options(dir, model->config());
     options.top_logprobs = a->show_probs;
-    if (!a->grammar_file.empty() || !a->schema_file.empty())
-      options.grammar = output_constraint(a->grammar_file, a->schema_file, tokenizer,
-                                          a->chat && !a->no_think, options.eos);
 
     std::vector<TokenId> ids;
+    using Reasoning = GrammarConstraint::Reasoning;
+    Reasoning reasoning = Reasoning::none;
     if (a->chat) {
       ChatOptions chat;
       chat.enable_thinking = !a->no_think;
       auto messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", a->prompt}}});
       ids = encode_chat(ChatTemplate::load(dir), tokenizer, messages, chat);
+      // Qwen3's reply may open with <think>; Qwen3.5's template opened it in the prompt.
+      if (chat.enable_thinking)
+        reasoning =
+            prompt_opens_think(tokenizer.decode(ids)) ? Reasoning::open : Reasoning::optional;
     } else {
       ids = tokenizer.encode(a->prompt);
     }
+    if (!a->grammar_file.empty() || !a->schema_file.empty())
+      options.grammar =
+          output_constraint(a->grammar_file, a->schema_file, tokenizer, reasoning, options.eos);
     Sequence seq(*model, std::min(a->ctx, model->config().max_position_embeddings));
     Generation g(seq, tokenizer, ids,
                  options);  // checks the prompt fits before anything is printed

@@ -39,6 +39,8 @@ void run_template(const TemplateArgs& args) {
       throw Error(ErrorKind::format, args.conversation + ": no \"messages\" field");
     messages = doc["messages"];
     if (doc.contains("tools")) options.tools = doc["tools"];
+    // More template variables (Qwen3.5's add_vision_id), named as vLLM's request field.
+    if (doc.contains("chat_template_kwargs")) options.variables = doc["chat_template_kwargs"];
   }
   const std::string prompt = ChatTemplate::load(args.model_dir).render(messages, options);
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
@@ -50,10 +52,12 @@ void add_template_command(CLI::App& app) {
   auto args = std::make_shared<TemplateArgs>();
   auto* cmd = app.add_subcommand(
       "template", "Print the prompt the model's chat template renders for a conversation");
-  cmd->add_option("MODEL_DIR", args->model_dir, "Hugging Face model folder (tokenizer_config.json)")
+  cmd->add_option("MODEL_DIR", args->model_dir,
+                  "Hugging Face model folder (chat_template.jinja or tokenizer_config.json)")
       ->required();
   cmd->add_option("CONVERSATION", args->conversation,
-                  "OpenAI-style messages: a JSON array, or {\"messages\": [...], \"tools\": [...]}")
+                  "OpenAI-style messages: a JSON array, or {\"messages\": [...], \"tools\": [...], "
+                  "\"chat_template_kwargs\": {...}}")
       ->required();
   cmd->add_flag("--no-think", args->no_think, "Render with enable_thinking=false");
   cmd->add_flag("--no-generation-prompt", args->no_generation_prompt,

@@ -34,7 +34,24 @@ ChatOptions options_of(const nlohmann::ordered_json& c) {
   if (c.contains("add_generation_prompt"))
     options.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
   if (c.contains("tools")) options.tools = c.at("tools");
+  if (c.contains("kwargs")) options.variables = c.at("kwargs");
   return options;
+}
+
+// A case whose template raises: rendering must fail with a message that contains `want`.
+bool refuses_as_expected(const ChatTemplate& tmpl, const nlohmann::ordered_json& c,
+                         const std::string& name, const std::string& want, std::FILE* out) {
+  try {
+    const std::string got = tmpl.render(c["messages"], options_of(c));
+    std::fprintf(out, "case %s: rendered %zu bytes; expected the error \"%s\"\n", name.c_str(),
+                 got.size(), want.c_str());
+    return false;
+  } catch (const Error& e) {
+    if (std::string(e.what()).find(want) != std::string::npos) return true;
+    std::fprintf(out, "case %s: error: %s; expected the error \"%s\"\n", name.c_str(), e.what(),
+                 want.c_str());
+    return false;
+  }
 }
 
 }  // namespace
@@ -51,9 +68,17 @@ int verify_chat_reference(const ChatTemplate& tmpl, const nlohmann::ordered_json
     const std::string name = c.contains("name") && c["name"].is_string()
                                  ? c["name"].get<std::string>()
                                  : std::to_string(i);
-    if (!c.contains("messages") || !c.contains("rendered") || !c["rendered"].is_string()) {
-      throw Error(ErrorKind::format, "chat reference: case " + name +
-                                         ": needs \"messages\" and a string \"rendered\"");
+    const bool refused = c.contains("rendered") && c["rendered"].is_null() && c.contains("error") &&
+                         c["error"].is_string();
+    if (!c.contains("messages") ||
+        !(refused || (c.contains("rendered") && c["rendered"].is_string()))) {
+      throw Error(ErrorKind::format,
+                  "chat reference: case " + name +
+                      ": needs \"messages\" and a string \"rendered\" (or null and an \"error\")");
+    }
+    if (refused) {
+      matched += refuses_as_expected(tmpl, c, name, c["error"].get<std::string>(), out);
+      continue;
     }
     const std::string& want = c["rendered"].get_ref<const std::string&>();
     std::string got;

@@ -264,7 +264,19 @@ std::string parse_response_format(const json& body, JsonSchemaGrammar& g) {
 }
 
 // Checks roles and content types; returns messages the template can render (string contents).
-json normalize_messages(const json& body) {
+// Qwen3.5's template walks each earlier call's arguments with |items, which refuses a string (HF
+// fails the same way); OpenAI clients send them as a JSON string, so for the XML form they are
+// parsed back into the object the template expects (checked to be one by check_tool_calls).
+void parse_string_arguments(json& message) {
+  auto calls = message.find("tool_calls");
+  if (calls == message.end() || !calls->is_array()) return;
+  for (json& call : *calls) {
+    json& arguments = call["function"]["arguments"];
+    if (arguments.is_string()) arguments = json::parse(arguments.get<std::string>());
+  }
+}
+
+json normalize_messages(const json& body, ToolSyntax syntax) {
   auto it = body.find("messages");
   if (it == body.end()) throw ApiError(400, "'messages' is required", "messages");
   if (!it->is_array()) throw ApiError(400, "'messages' must be an array", "messages");
@@ -301,6 +313,7 @@ json normalize_messages(const json& body) {
       throw ApiError(400, "'" + param + ".reasoning_content' must be a string",
                      param + ".reasoning_content");
     check_tool_calls(m, param);
+    if (syntax == ToolSyntax::xml) parse_string_arguments(n);
     out.push_back(std::move(n));
   }
   return out;
@@ -444,7 +457,8 @@ ApiRequest parse_body(Endpoint endpoint, const json& body, const ServedModel& mo
       r.tools = tools;
       r.tool_syntax = model.tool_syntax;
     }
-    r.prompt = encode_chat(*model.chat, *model.tokenizer, normalize_messages(body), chat);
+    r.prompt = encode_chat(*model.chat, *model.tokenizer,
+                           normalize_messages(body, model.tool_syntax), chat);
     r.thinking = chat.enable_thinking;
     r.thinking_opened = model.tokenizer->decode(r.prompt).ends_with("<think>\n");
     constrain(r, model, g, format, choice, parallel);

@@ -70,7 +70,7 @@ void add_serve_command(CLI::App& app) {
     // Each token's bytes once, for the masks of constrained replies (~0.2 s at start).
     server::GrammarCache grammars(std::make_shared<const TokenVocabulary>(tokenizer));
     served.grammars = &grammars;
-    served.tool_syntax = server::tool_syntax_of(dir);
+    served.tool_syntax = server::tool_syntax_of_template(chat.source());
     args->scheduler.context = served.context;
     // Each streaming client holds a connection thread; waiting ones and a few spare too.
     args->http.threads =

@@ -1,8 +1,6 @@
 // Tool calls: an incremental parser for both markup forms, and the grammar that forces them.
 #include "server/tool_calls.h"
 
-#include <fstream>
-
 #include "qwen3/error.h"
 
 namespace qwen3::server {
@@ -129,14 +127,6 @@ bool string_typed(const json& schema) {
 ToolSyntax tool_syntax_of_template(std::string_view chat_template) {
   return chat_template.find("<function=") != std::string_view::npos ? ToolSyntax::xml
                                                                     : ToolSyntax::json;
-}
-
-ToolSyntax tool_syntax_of(const std::filesystem::path& model_dir) {
-  std::ifstream in(model_dir / "tokenizer_config.json");
-  const auto config = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
-  if (config.is_object() && config.contains("chat_template") && config["chat_template"].is_string())
-    return tool_syntax_of_template(config["chat_template"].get<std::string>());
-  return ToolSyntax::json;
 }
 
 ToolCallParser::ToolCallParser(ToolSyntax syntax, std::vector<ToolSpec> tools)

@@ -2,7 +2,6 @@
 // as text streams in, and the grammar that forces calls (tool_choice "required" or a function).
 #pragma once
 
-#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,10 +18,9 @@ enum class ToolSyntax {
         // <tool_call>\n<function=NAME>\n<parameter=ARG>\nvalue\n</parameter>\n</function>\n</tool_call>
 };
 
-// The syntax a model's chat template teaches: XML when it writes "<function=", else JSON.
+// The syntax a model's chat template (ChatTemplate::source(), from chat_template.jinja or
+// tokenizer_config.json) teaches: XML when it writes "<function=", else JSON.
 ToolSyntax tool_syntax_of_template(std::string_view chat_template);
-// The same from MODEL_DIR/tokenizer_config.json (JSON when the file or template is missing).
-ToolSyntax tool_syntax_of(const std::filesystem::path& model_dir);
 
 struct ToolSpec {
   std::string name;
