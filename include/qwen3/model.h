@@ -143,7 +143,8 @@ class Sequence {
   // prompt step and every 32 decoded tokens): the caller feeds the tokens from the
   // returned length on again. Attention-only models keep exactly `length`.
   int truncate(int length);
-  size_t bytes() const;  // state memory held
+  bool recurrent() const;  // whether truncate rewinds to snapshots (a hybrid model's sequence)
+  size_t bytes() const;    // state memory held: KV caches, recurrent states and their snapshots
 
   struct State;  // the model layer's (src/model/sequence_state.h)
 

@@ -71,6 +71,7 @@ Sequence& Sequence::operator=(Sequence&&) noexcept = default;
 
 int Sequence::length() const { return state_->length; }
 int Sequence::max_context() const { return state_->max_context; }
+bool Sequence::recurrent() const { return state_->recurrent(); }
 
 int Sequence::truncate(int length) {
   State& s = *state_;

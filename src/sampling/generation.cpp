@@ -85,9 +85,16 @@ Generation::Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vect
 
 std::span<const TokenId> Generation::next_input(int chunk) const {
   if (done()) return {};
-  if (fed_ < prompt_.size())
+  if (fed_ < prompt_.size()) {
+    // A recurrent sequence feeds the prompt's last tokens as a step of their own, so that it keeps
+    // a state snapshot before them (Sequence::truncate): a chat's next prompt shares this one up
+    // to the reply's header, which it renders again, so within these last tokens.
+    constexpr size_t kTail = 8;
+    size_t end = prompt_.size();
+    if (sequence_.recurrent() && fed_ + kTail < end) end -= kTail;
     return std::span<const TokenId>(prompt_).subspan(
-        fed_, std::min(prompt_.size() - fed_, size_t(std::max(chunk, 1))));
+        fed_, std::min(end - fed_, size_t(std::max(chunk, 1))));
+  }
   return std::span<const TokenId>(&generated_.back(), 1);
 }
 

@@ -7,8 +7,10 @@
 
 #include "io/safetensors.h"
 #include "qwen3/error.h"
+#include "qwen3/generation.h"
 #include "qwen3/quantize.h"
 #include "qwen3/random_model.h"
+#include "qwen3/tokenizer.h"
 #include "test_paths.h"
 
 namespace qwen3 {
@@ -152,6 +154,22 @@ TEST(HybridModel, QuantizedPackedExpertsMatchLoadTimeQuantization) {
   BatchItem ia{&a, ids, true}, ib{&b, ids, true};
   EXPECT_EQ(mapped->step({&ia, 1})[0], converted->step({&ib, 1})[0]);
   fs::remove_all(dir);
+}
+
+TEST(HybridModel, PromptsKeepASnapshotBeforeTheirLastTokens) {
+  auto m = Model::load(hybrid_model(), {.threads = 2});
+  const Tokenizer tokenizer = Tokenizer::load(hybrid_model());
+  Sequence s(*m);
+  EXPECT_TRUE(s.recurrent());
+  GenerationOptions options;
+  options.max_tokens = 3;
+  Generation g(s, tokenizer, prompt(30, 8), options);
+  EXPECT_EQ(g.next_input().size(), 22u) << "the last 8 prompt tokens come as a step of their own";
+  generate(*m, g, [](const GeneratedToken&) {});
+  // A next prompt sharing the first 25 tokens rewinds to the snapshot before the last 8.
+  EXPECT_EQ(s.truncate(25), 22);
+  Sequence dense(*Model::load(test::tiny_model()));
+  EXPECT_FALSE(dense.recurrent());
 }
 
 }  // namespace
