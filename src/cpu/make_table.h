@@ -50,7 +50,8 @@ ops::KernelTable make_table(const char* name) {
                           {append_kv<S, float>, append_kv<S, F16>, nullptr},
                           softmax<S>,
                           rms_norm<S>,
-                          silu_mul<S>};
+                          silu_mul<S>,
+                          delta_rule<S>};
 }
 
 }  // namespace qwen3::cpu

@@ -506,4 +506,55 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
   }
 }
 
+// Columns [c, c + NV * lanes) of a delta rule step: the state's rows are read twice (decay and
+// recall, then update and output), the columns' sums held in registers.
+template <class S, int NV>
+void delta_rule_columns(float* st, int dk, int dv, int c, const float* q, const float* k,
+                        const float* v, float decay, float beta, float* out) {
+  using V = typename S::V;
+  V kv[NV], o[NV];
+  for (int j = 0; j < NV; ++j) kv[j] = o[j] = S::zero();
+  for (int i = 0; i < dk; ++i) {
+    float* row = st + size_t(i) * dv + c;
+    const V ki = S::set1(k[i]);
+    for (int j = 0; j < NV; ++j) {
+      const V r = S::mul(S::load(row + j * S::lanes), S::set1(decay));
+      S::store(row + j * S::lanes, r);
+      kv[j] = S::fma(r, ki, kv[j]);
+    }
+  }
+  V delta[NV];
+  for (int j = 0; j < NV; ++j)
+    delta[j] = S::mul(S::sub(S::load(v + c + j * S::lanes), kv[j]), S::set1(beta));
+  for (int i = 0; i < dk; ++i) {
+    float* row = st + size_t(i) * dv + c;
+    const V ki = S::set1(k[i]), qi = S::set1(q[i]);
+    for (int j = 0; j < NV; ++j) {
+      const V r = S::fma(ki, delta[j], S::load(row + j * S::lanes));
+      S::store(row + j * S::lanes, r);
+      o[j] = S::fma(r, qi, o[j]);
+    }
+  }
+  for (int j = 0; j < NV; ++j) S::store(out + c + j * S::lanes, o[j]);
+}
+
+template <class S>
+void delta_rule(float* st, int dk, int dv, const float* q, const float* k, const float* v,
+                float decay, float beta, float* out) {
+  int c = 0;
+  for (; c + 4 * S::lanes <= dv; c += 4 * S::lanes)
+    delta_rule_columns<S, 4>(st, dk, dv, c, q, k, v, decay, beta, out);
+  for (; c + S::lanes <= dv; c += S::lanes)
+    delta_rule_columns<S, 1>(st, dk, dv, c, q, k, v, decay, beta, out);
+  for (; c < dv; ++c) {  // columns past the last whole vector
+    float kv = 0;
+    for (int i = 0; i < dk; ++i) kv = std::fma(st[size_t(i) * dv + c] *= decay, k[i], kv);
+    const float delta = (v[c] - kv) * beta;
+    float o = 0;
+    for (int i = 0; i < dk; ++i)
+      o = std::fma(st[size_t(i) * dv + c] = std::fma(k[i], delta, st[size_t(i) * dv + c]), q[i], o);
+    out[c] = o;
+  }
+}
+
 }  // namespace qwen3::cpu

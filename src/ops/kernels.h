@@ -66,6 +66,11 @@ struct KernelTable {
   void (*rms_norm)(const float* x, const float* w, float eps, int n, float* out);
   // out[:n] = silu(gate) * up, SwiGLU's gating; out may alias gate or up.
   void (*silu_mul)(const float* gate, const float* up, int n, float* out);
+  // One token of the gated delta rule on one head's state st [dk, dv] (ops::gated_delta_rule):
+  // st *= decay; delta = beta (v - k st); st += k delta; out = q st. Each column of st and out
+  // is computed on its own, its sums over dk in order of i.
+  void (*delta_rule)(float* st, int dk, int dv, const float* q, const float* k, const float* v,
+                     float decay, float beta, float* out);
   // Filled by each ISA's quant_kernels.cpp. quantize_x is quantize_activations (io/quant_blocks.h),
   // bit for bit.
   void (*quantize_x)(const float* x, int K, int8_t* q, float* d, int32_t* sum) = nullptr;

@@ -330,21 +330,33 @@ void l2_normalize(Runtime& rt, const float* x, int rows, int n, float scale, flo
 
 void causal_conv1d_silu(Runtime& rt, const float* x, int ld, int n, int C, const float* w, int K,
                         float* state, float* out) {
-  constexpr int kChannels = 64;  // a task: channels [c0, c0 + 64) of every token
+  // A task is a range of channels over every token, each token's channels one contiguous loop.
+  constexpr int kChannels = 256;
   for_range(rt, (C + kChannels - 1) / kChannels, size_t(n) * K * kChannels, [&](int b, int e) {
-    std::vector<float> window(size_t(K - 1 + n));
-    for (int c = b * kChannels; c < std::min(C, e * kChannels); ++c) {
-      // The channel's inputs in time order: the state's K - 1, then the new n.
-      for (int j = 0; j < K - 1; ++j) window[j] = state[size_t(j) * C + c];
-      for (int t = 0; t < n; ++t) window[K - 1 + t] = x[size_t(t) * ld + c];
-      const float* wc = w + size_t(c) * K;
-      for (int t = 0; t < n; ++t) {
-        float acc = 0;
-        for (int j = 0; j < K; ++j) acc += wc[j] * window[t + j];
-        out[size_t(t) * C + c] = acc / (1.0f + std::exp(-acc));
+    const int c0 = b * kChannels, c1 = std::min(C, e * kChannels), width = c1 - c0;
+    // The channels' inputs in time order: the state's K - 1 rows, then the n new ones.
+    const auto input = [&](int i) {
+      return i < K - 1 ? state + size_t(i) * C : x + size_t(i - (K - 1)) * ld;
+    };
+    const std::vector<float> ones(width, 1.0f);
+    std::vector<float> taps(size_t(K) * width);  // [K, width]: tap j of every channel together
+    for (int c = c0; c < c1; ++c)
+      for (int j = 0; j < K; ++j) taps[size_t(j) * width + (c - c0)] = w[size_t(c) * K + j];
+    for (int t = 0; t < n; ++t) {
+      float* o = out + size_t(t) * C;
+      for (int c = c0; c < c1; ++c) o[c] = 0.0f;
+      for (int j = 0; j < K; ++j) {
+        const float* in = input(t + j) + c0;
+        const float* tap = &taps[size_t(j) * width];
+        for (int c = 0; c < width; ++c) o[c0 + c] += tap[c] * in[c];
       }
-      for (int j = 0; j < K - 1; ++j) state[size_t(j) * C + c] = window[n + j];
+      rt.kernels.silu_mul(o + c0, ones.data(), width, o + c0);
     }
+    // The last K - 1 inputs become the state, oldest first (rows still to be read move later).
+    std::vector<float> last(size_t(K - 1) * width);
+    for (int i = 0; i < K - 1; ++i) std::copy_n(input(n + i) + c0, width, &last[size_t(i) * width]);
+    for (int i = 0; i < K - 1; ++i)
+      std::copy_n(&last[size_t(i) * width], width, state + size_t(i) * C + c0);
   });
 }
 
@@ -353,31 +365,15 @@ void gated_delta_rule(Runtime& rt, std::span<const DeltaRuleItem> items, int key
   const int dk = key_dim, dv = value_dim, group = value_heads / key_heads;
   // A task is one value head of one sequence: its state [dk, dv] stays in cache over the tokens.
   rt.pool.run(int(items.size()) * value_heads, [&](int b, int e) {
-    std::vector<float> kv(dv);
     for (int task = b; task < e; ++task) {
       const DeltaRuleItem& it = items[task / value_heads];
       const int j = task % value_heads, hk = j / group;
-      float* S = it.state + size_t(j) * dk * dv;
       for (int t = 0; t < it.n; ++t) {
-        const float* q = it.q + (size_t(t) * key_heads + hk) * dk;
-        const float* k = it.k + (size_t(t) * key_heads + hk) * dk;
-        const float* v = it.v + (size_t(t) * value_heads + j) * dv;
-        const float decay = std::exp(it.g[size_t(t) * value_heads + j]);
-        const float beta = it.beta[size_t(t) * value_heads + j];
-        // kv = k (S * decay): what the decayed state recalls for this key
-        std::fill(kv.begin(), kv.end(), 0.0f);
-        for (int i = 0; i < dk; ++i) {
-          float* row = S + size_t(i) * dv;
-          for (int d = 0; d < dv; ++d) kv[d] += (row[d] *= decay) * k[i];
-        }
-        // delta = beta (v - kv); S += k delta; out = q S
-        for (int d = 0; d < dv; ++d) kv[d] = (v[d] - kv[d]) * beta;
-        float* o = it.out + (size_t(t) * value_heads + j) * dv;
-        std::fill(o, o + dv, 0.0f);
-        for (int i = 0; i < dk; ++i) {
-          float* row = S + size_t(i) * dv;
-          for (int d = 0; d < dv; ++d) o[d] += (row[d] += k[i] * kv[d]) * q[i];
-        }
+        const size_t jt = size_t(t) * value_heads + j;
+        rt.kernels.delta_rule(it.state + size_t(j) * dk * dv, dk, dv,
+                              it.q + (size_t(t) * key_heads + hk) * dk,
+                              it.k + (size_t(t) * key_heads + hk) * dk, it.v + jt * dv,
+                              std::exp(it.g[jt]), it.beta[jt], it.out + jt * dv);
       }
     }
   });

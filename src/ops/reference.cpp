@@ -101,6 +101,18 @@ void silu_mul(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void delta_rule(float* st, int dk, int dv, const float* q, const float* k, const float* v,
+                float decay, float beta, float* out) {
+  for (int d = 0; d < dv; ++d) {
+    float kv = 0;  // what the decayed state recalls for k
+    for (int i = 0; i < dk; ++i) kv += (st[size_t(i) * dv + d] *= decay) * k[i];
+    const float delta = (v[d] - kv) * beta;
+    float o = 0;
+    for (int i = 0; i < dk; ++i) o += (st[size_t(i) * dv + d] += k[i] * delta) * q[i];
+    out[d] = o;
+  }
+}
+
 }  // namespace
 
 const KernelTable& reference_kernels() {
@@ -116,7 +128,8 @@ const KernelTable& reference_kernels() {
        {append_kv<DType::f32>, append_kv<DType::f16>, append_kv<DType::bf16>},
        softmax,
        rms_norm,
-       silu_mul});
+       silu_mul,
+       delta_rule});
   return table;
 }
 
