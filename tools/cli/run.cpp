@@ -190,7 +190,8 @@ void add_run_command(CLI::App& app) {
                  "decode %d tokens %.3f s (%.1f tok/s) | total %.3f s\n",
                  load_s, p, first_s * 1e3, p / first_s, n > 1 ? n - 1 : 0, decode_s,
                  n > 1 ? (n - 1) / decode_s : 0.0, load_s + total_s);
-    std::fprintf(stderr, "Memory:  peak RSS %.2f GB, KV cache %.1f MB\n", peak_rss_bytes() / 1e9,
+    std::fprintf(stderr, "Memory:  peak RSS %.2f GB, %s %.1f MB\n", peak_rss_bytes() / 1e9,
+                 seq.recurrent() ? "KV caches, recurrent states and snapshots" : "KV cache",
                  seq.bytes() / 1e6);
   });
 }
