@@ -72,6 +72,10 @@ struct ModelConfig {
   // (Qwen3-MoE), or packed, mlp.experts.gate_up_proj [E, 2I, D] and down_proj [E, D, I] (the
   // Qwen3.5-MoE checkpoints). Read from the weights' names when the model loads.
   bool packed_experts = false;
+  // Qwen3.5's multi-token-prediction head (mtp.*): 1 when the checkpoint holds one, else 0;
+  // mtp_packed_experts as packed_experts, for its MoE layer.
+  int mtp_num_hidden_layers = 0;
+  bool mtp_packed_experts = false;
 
   std::vector<LayerKind> layers;  // [num_hidden_layers], derived from the fields above
 
@@ -186,6 +190,15 @@ class Model {
   // Groups of checkpoint tensors the text model does not read, e.g. Qwen3.5's vision tower
   // "model.visual.* (28 tensors)" and its multi-token-prediction head "mtp.* (15 tensors)".
   const std::vector<std::string>& unread_tensors() const;
+
+  // Qwen3.5's multi-token-prediction head, the draft of speculative decoding: from the main
+  // model's hidden states h_t after its final norm (the rows its LM head reads; the observer's
+  // "norm") and the tokens x_{t+1} that followed them, logits for x_{t+2}. The rows go through
+  // the head's own attention layer, whose KV cache the sequence holds beside the model's (row t
+  // at position t, the position of h_t). Throws Error(unsupported) without an mtp.* head.
+  //                                    next_tokens [n]; hidden [n, hidden_size] -> [n, vocab_size]
+  std::vector<float> mtp_step(Sequence& sequence, std::span<const TokenId> next_tokens,
+                              const float* hidden);
 
   // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,
   // per item, logits [rows, vocab_size]: one row (the last token) or one per token.

@@ -124,6 +124,9 @@ void read_hybrid(const Reader& r, ModelConfig& c, FeedForward ffn) {
                                         ") must be a multiple of linear_num_key_heads (" +
                                         std::to_string(c.linear_num_key_heads) + ")");
   for (Mixer m : read_mixers(r, c.num_hidden_layers)) c.layers.push_back({m, ffn});
+  // One MTP layer is the published design; a head of more is left unread (run -v lists it).
+  const auto& mtp = r.j.value("mtp_num_hidden_layers", nlohmann::json(0));
+  c.mtp_num_hidden_layers = mtp.is_number_integer() && mtp.get<int64_t>() == 1 ? 1 : 0;
 }
 
 void read_qwen35(const Reader& r, ModelConfig& c) {

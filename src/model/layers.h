@@ -17,13 +17,14 @@ namespace qwen3 {
 
 // What a tensor is to the model: how it is loaded, quantized and counted in bytes per token.
 enum class TensorRole {
-  embedding,  // model.embed_tokens [V, D]
-  lm_head,    // [V, D], when not tied to the embeddings
-  matrix,     // a projection every token reads
-  expert,     // an expert's projection, read only by the tokens routed to it
-  router,     // an MoE router [E, D] (or shared-expert gate [1, D]): stays in float when the rest
-              // is quantized
-  norm,       // a vector, widened to float32 at load
+  embedding,   // model.embed_tokens [V, D]
+  lm_head,     // [V, D], when not tied to the embeddings
+  matrix,      // a projection every token reads
+  expert,      // an expert's projection, read only by the tokens routed to it
+  router,      // an MoE router [E, D] (or shared-expert gate [1, D]): stays in float when the rest
+               // is quantized
+  norm,        // a vector, widened to float32 at load
+  mtp_matrix,  // a projection of the MTP head, read by the draft, not by each token
   centred_norm,  // an RMSNorm weight w stored zero-centred: widened to float32 as 1 + w
   parameter,  // a small float tensor of a layer (a convolution's taps, A_log): widened to float32
 };
@@ -93,6 +94,15 @@ struct LayerWeights {
   io::Buffer<float> post_attention_layernorm;  // [D]
   MlpWeights mlp;                              // FeedForward::mlp
   MoeWeights moe;                              // FeedForward::moe
+};
+
+// Qwen3.5's multi-token-prediction head: fc over [pre_fc_norm_embedding(embed(x_{t+1})) |
+// pre_fc_norm_hidden(h_t)], one full-attention decoder layer, a final norm, the shared LM head.
+struct MtpWeights {
+  ops::Matrix fc;                                               // [D, 2D]
+  io::Buffer<float> pre_fc_norm_embedding, pre_fc_norm_hidden;  // [D]
+  LayerWeights layer;
+  io::Buffer<float> norm;  // [D]
 };
 
 void attention_tensors(const ModelConfig& c, const std::string& prefix, AttentionWeights& w,

@@ -28,15 +28,40 @@ class Forward {
     embed(s.x);
     if (observer) (*observer)("embed", s.x.data(), T, D);
     for (int l = 0; l < c_.num_hidden_layers; ++l) {
-      block(l, s.x);
+      block(w_.layers[l], l, s.x);
       if (observer && l + 1 < c_.num_hidden_layers)
         (*observer)("layers." + std::to_string(l), s.x.data(), T, D);
     }
     final_norm(s.x);
     if (observer) (*observer)("norm", s.x.data(), T, D);
     lm_head(s.x, logits);
-    constexpr size_t kKeptScratchBytes = size_t(64) << 20;  // a 512-token prompt's is 28 MB
-    if (s.bytes() > kKeptScratchBytes) s = Scratch();
+    release_large_scratch();
+  }
+
+  // Qwen3.5's MTP head on the step's rows (the fixtures' semantics, as vLLM's qwen3_next_mtp):
+  // fc over [pre_fc_norm_embedding(embed(x_{t+1})) | pre_fc_norm_hidden(h_t)], the head's
+  // decoder layer (its KV cache: layer 0 of the rows' states), mtp.norm, the shared LM head.
+  void mtp(const float* hidden, std::vector<std::vector<float>>& logits) {
+    const MtpWeights& m = w_.mtp;
+    const int T = step_.rows.T, D = c_.hidden_size;
+    const float eps = static_cast<float>(c_.rms_norm_eps);
+    Scratch& s = step_.s;
+    s.x.resize(size_t(T) * D);
+    s.h.resize(size_t(T) * D);
+    s.out.resize(size_t(T) * D);
+    s.mixed.resize(size_t(T) * 2 * D);
+    embed(s.x);
+    ops::rms_norm(step_.rt, s.x.data(), m.pre_fc_norm_embedding.data(), eps, T, D, s.h.data());
+    ops::rms_norm(step_.rt, hidden, m.pre_fc_norm_hidden.data(), eps, T, D, s.out.data());
+    for (int t = 0; t < T; ++t) {  // torch.cat([embedding, hidden], dim=-1)
+      std::copy_n(&s.h[size_t(t) * D], D, &s.mixed[size_t(t) * 2 * D]);
+      std::copy_n(&s.out[size_t(t) * D], D, &s.mixed[size_t(t) * 2 * D + D]);
+    }
+    ops::matmul(step_.rt, s.mixed.data(), T, m.fc, s.x.data());
+    block(m.layer, 0, s.x);
+    ops::rms_norm(step_.rt, s.x.data(), m.norm.data(), eps, T, D, s.x.data());
+    lm_head(s.x, logits);
+    release_large_scratch();
   }
 
  private:
@@ -47,8 +72,7 @@ class Forward {
 
   // HF: Qwen3DecoderLayer.forward: x += mixer(input_layernorm(x)); x +=
   // ffn(post_attention_layernorm(x))
-  void block(int l, io::Buffer<float>& x) {
-    const LayerWeights& lw = w_.layers[l];
+  void block(const LayerWeights& lw, int l, io::Buffer<float>& x) {
     const int T = step_.rows.T, D = c_.hidden_size;
     const float eps = static_cast<float>(c_.rms_norm_eps);
     Scratch& s = step_.s;
@@ -107,6 +131,11 @@ class Forward {
     if (R > kKeptRows) std::vector<float>().swap(all);
   }
 
+  void release_large_scratch() {
+    constexpr size_t kKeptScratchBytes = size_t(64) << 20;  // a 512-token prompt's is 28 MB
+    if (step_.s.bytes() > kKeptScratchBytes) step_.s = Scratch();
+  }
+
   const ModelConfig& c_;
   const Weights& w_;
   Step step_;
@@ -127,6 +156,38 @@ bool made_for(const Sequence::State& s, const ModelConfig& c, DType kv_cache) {
       return false;
   }
   return true;
+}
+
+void check_tokens(const Sequence::State& s, std::span<const TokenId> tokens, int vocab_size) {
+  if (tokens.empty()) throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");
+  if (tokens.size() > size_t(s.max_context - s.length))
+    throw Error(ErrorKind::context_overflow, "context overflow: " + std::to_string(s.length) +
+                                                 " cached + " + std::to_string(tokens.size()) +
+                                                 " new tokens exceed the context of " +
+                                                 std::to_string(s.max_context));
+  for (TokenId id : tokens)
+    if (id < 0 || id >= vocab_size)
+      throw Error(ErrorKind::invalid_argument, "token id " + std::to_string(id) +
+                                                   " is outside the vocabulary [0, " +
+                                                   std::to_string(vocab_size) + ")");
+}
+
+// A sequence's new tokens as rows of the step, at the positions after those it holds; its KV
+// caches grown to take them.
+void add_rows(const ModelConfig& c, Sequence::State& s, std::span<const TokenId> tokens,
+              StepRows& rows) {
+  const int half = c.rotary_dim / 2;
+  rows.item_begin.push_back(rows.T);
+  for (size_t j = 0; j < tokens.size(); ++j) {
+    rows.ids.push_back(tokens[j]);
+    rows.cos.resize(rows.cos.size() + half);
+    rows.sin.resize(rows.sin.size() + half);
+    ops::rope_angles(s.length + static_cast<int>(j), c.rotary_dim, c.rope_theta,
+                     &rows.cos[rows.cos.size() - half], &rows.sin[rows.sin.size() - half]);
+  }
+  rows.T += static_cast<int>(tokens.size());
+  s.reserve(s.length + static_cast<int>(tokens.size()));
+  rows.states.push_back(&s);
 }
 
 }  // namespace
@@ -218,40 +279,35 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
       throw Error(ErrorKind::invalid_argument, "step: sequence was made for another model");
     if (!seen.insert(item.sequence).second)
       throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
-    if (item.tokens.empty())
-      throw Error(ErrorKind::invalid_argument, "step: batch item with no tokens");
-    if (item.tokens.size() > size_t(s.max_context - s.length))
-      throw Error(ErrorKind::context_overflow,
-                  "context overflow: " + std::to_string(s.length) + " cached + " +
-                      std::to_string(item.tokens.size()) + " new tokens exceed the context of " +
-                      std::to_string(s.max_context));
-    for (TokenId id : item.tokens)
-      if (id < 0 || id >= config_.vocab_size)
-        throw Error(ErrorKind::invalid_argument, "token id " + std::to_string(id) +
-                                                     " is outside the vocabulary [0, " +
-                                                     std::to_string(config_.vocab_size) + ")");
+    check_tokens(s, item.tokens, config_.vocab_size);
   }
-  const int half = config_.rotary_dim / 2;
-  for (auto& item : batch) {
-    Sequence::State& s = *item.sequence->state_;
-    rows.item_begin.push_back(rows.T);
-    for (size_t j = 0; j < item.tokens.size(); ++j) {
-      rows.ids.push_back(item.tokens[j]);
-      rows.cos.resize(rows.cos.size() + half);
-      rows.sin.resize(rows.sin.size() + half);
-      ops::rope_angles(s.length + static_cast<int>(j), config_.rotary_dim, config_.rope_theta,
-                       &rows.cos[rows.cos.size() - half], &rows.sin[rows.sin.size() - half]);
-    }
-    rows.T += static_cast<int>(item.tokens.size());
-    s.reserve(s.length + static_cast<int>(item.tokens.size()));
-    rows.states.push_back(&s);
-  }
+  for (auto& item : batch) add_rows(config_, *item.sequence->state_, item.tokens, rows);
   Forward(config_, *impl_, batch, rows).run(observer, logits);
   for (auto& item : batch) {
     Sequence::State& s = *item.sequence->state_;
     s.length += static_cast<int>(item.tokens.size());
     s.snapshot_after_step(static_cast<int>(item.tokens.size()));
   }
+}
+
+std::vector<float> Model::mtp_step(Sequence& sequence, std::span<const TokenId> next_tokens,
+                                   const float* hidden) {
+  if (!config_.mtp_num_hidden_layers)
+    throw Error(ErrorKind::unsupported,
+                name_ + " has no multi-token-prediction head (no mtp.* tensors)");
+  Sequence::State& main = *sequence.state_;
+  if (!made_for(main, config_, impl_->kv_cache))
+    throw Error(ErrorKind::invalid_argument, "mtp_step: sequence was made for another model");
+  if (!main.mtp) main.mtp = main.head_state();
+  Sequence::State& s = *main.mtp;
+  check_tokens(s, next_tokens, config_.vocab_size);
+  StepRows rows;
+  add_rows(config_, s, next_tokens, rows);
+  const BatchItem item{&sequence, next_tokens, true};
+  std::vector<std::vector<float>> logits;
+  Forward(config_, *impl_, {&item, 1}, rows).mtp(hidden, logits);
+  s.length += static_cast<int>(next_tokens.size());
+  return std::move(logits[0]);
 }
 
 }  // namespace qwen3

@@ -48,7 +48,7 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
   // read (a vision tower, an MTP head) are copied as they are; a tied lm_head.weight copy is left
   // out.
   ModelConfig c = config;
-  read_expert_layout(archive, c);
+  read_checkpoint_layout(archive, c);
   std::map<std::string, TensorRole> roles;
   std::map<std::string, std::vector<std::string>> slice_names;  // packed experts
   Weights sized{};

@@ -79,6 +79,7 @@ int Sequence::truncate(int length) {
     throw Error(ErrorKind::invalid_argument, "cannot truncate a sequence of " +
                                                  std::to_string(s.length) + " tokens to " +
                                                  std::to_string(length));
+  if (s.mtp) s.mtp->length = std::min(s.mtp->length, length);
   if (!s.recurrent() || length == s.length) return s.length = length;
   // Back to the newest snapshot at or before `length`, or to the start.
   while (!s.snapshots.empty() && s.snapshots.back().length > length) s.snapshots.pop_back();
@@ -93,6 +94,17 @@ int Sequence::truncate(int length) {
     }
   }
   return s.length = s.snapshots.empty() ? 0 : s.snapshots.back().length;
+}
+
+std::unique_ptr<Sequence::State> Sequence::State::head_state() const {
+  auto s = std::make_unique<State>();
+  s->layers = 1;
+  s->kv_heads = kv_heads;
+  s->head_dim = head_dim;
+  s->kv_dtype = kv_dtype;
+  s->max_context = max_context;
+  s->layer.resize(1);
+  return s;
 }
 
 bool Sequence::State::recurrent() const {
@@ -148,6 +160,7 @@ size_t Sequence::bytes() const {
              : recurrent_bytes(l.rec);
   for (const StateSnapshot& snap : s.snapshots)
     for (const RecurrentState& r : snap.layers) n += recurrent_bytes(r);
+  if (s.mtp) n += size_t(s.mtp->capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2;
   return n;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -71,6 +72,9 @@ struct Sequence::State {
   int capacity = 0;  // positions each KV cache holds room for: a multiple of 16
   std::vector<LayerState> layer;
   std::vector<StateSnapshot> snapshots;  // oldest first; only for models with recurrent layers
+  // The MTP head's KV cache (one attention layer, its own length), made at its first use.
+  std::unique_ptr<State> mtp;
+  std::unique_ptr<State> head_state() const;
 
   bool recurrent() const;  // any Gated DeltaNet layer
   // Grows every KV cache to hold `tokens` positions (whole key blocks), keeping what it holds.

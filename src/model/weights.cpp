@@ -81,18 +81,20 @@ void prefault(const std::vector<ops::Matrix>& matrices) {
   }
 }
 
-void read_expert_layout(const io::SafetensorsArchive& archive, ModelConfig& c) {
+void read_checkpoint_layout(const io::SafetensorsArchive& archive, ModelConfig& c) {
   for (int i = 0; i < c.num_hidden_layers; ++i)
     if (c.layers[i].ffn == FeedForward::moe) {
       c.packed_experts = archive.find(c.weight_prefix + "layers." + std::to_string(i) +
                                       ".mlp.experts.gate_up_proj") != nullptr;
-      return;
+      break;
     }
+  if (!archive.find("mtp.fc.weight")) c.mtp_num_hidden_layers = 0;
+  c.mtp_packed_experts = archive.find("mtp.layers.0.mlp.experts.gate_up_proj") != nullptr;
 }
 
 Weights load_weights(const std::filesystem::path& dir, ModelConfig& c, bool in_memory) {
   Weights w{io::SafetensorsArchive::open(dir, in_memory), {}, {}, {}, {}, {}};
-  read_expert_layout(w.archive, c);
+  read_checkpoint_layout(w.archive, c);
   size_weights(c, w);
   std::set<std::string> read;
   for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) {
@@ -119,7 +121,8 @@ DType quant_dtype(WeightQuant quant) {
 bool quantized_role(TensorRole role, bool keep_head) {
   switch (role) {
     case TensorRole::matrix:
-    case TensorRole::expert: return true;
+    case TensorRole::expert:
+    case TensorRole::mtp_matrix: return true;
     case TensorRole::embedding:
     case TensorRole::lm_head: return !keep_head;
     case TensorRole::router:

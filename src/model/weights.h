@@ -19,6 +19,7 @@ struct Weights {
   std::vector<LayerWeights> layers;
   io::Buffer<float> norm;  // [D]
   ops::Matrix lm_head;     // [V, D]: embed_tokens itself when tied
+  MtpWeights mtp;          // when config.mtp_num_hidden_layers is 1
   // Tensors of the checkpoint the model does not read (Qwen3.5's vision tower and MTP head),
   // by group: "model.visual.* (28 tensors)".
   std::vector<std::string> unread;
@@ -46,8 +47,10 @@ void prefault(const std::vector<ops::Matrix>& matrices);
 // or, with `in_memory`, read into huge-page memory. Sets config.packed_experts from the names.
 Weights load_weights(const std::filesystem::path& model_dir, ModelConfig& config,
                      bool in_memory = false);
-// config.packed_experts: whether the checkpoint packs each MoE layer's experts in two tensors.
-void read_expert_layout(const io::SafetensorsArchive& archive, ModelConfig& config);
+// What the config cannot say about a checkpoint: whether it packs each MoE layer's experts in two
+// tensors (packed_experts, and mtp_packed_experts for the MTP head's layer), whether it holds
+// the MTP head (mtp_num_hidden_layers: 0 when it does not, whatever config.json says).
+void read_checkpoint_layout(const io::SafetensorsArchive& archive, ModelConfig& config);
 
 // The block-quantized dtype of q8 / q4 (none is an invalid_argument error).
 DType quant_dtype(WeightQuant quant);

@@ -156,6 +156,29 @@ TEST(HybridModel, QuantizedPackedExpertsMatchLoadTimeQuantization) {
   fs::remove_all(dir);
 }
 
+TEST(HybridModel, MtpRowsOneAtATimeGiveTheBitsOfAllAtOnce) {
+  auto m = Model::load(hybrid_model(), {.threads = 2});
+  const int D = m->config().hidden_size, V = m->config().vocab_size;
+  const auto ids = prompt(12, 9);
+  std::vector<float> hidden;
+  Observer keep = [&](std::string_view name, const float* data, int rows, int cols) {
+    if (name == "norm") hidden.assign(data, data + size_t(rows) * cols);
+  };
+  Sequence whole(*m), rows(*m);
+  BatchItem item{&whole, ids, false};
+  m->step({&item, 1}, &keep);
+  const auto next = std::span<const TokenId>(ids).subspan(1);
+  const auto all = m->mtp_step(whole, next, hidden.data());
+  ASSERT_EQ(all.size(), next.size() * V);
+  for (size_t t = 0; t < next.size(); ++t)
+    EXPECT_EQ(m->mtp_step(rows, next.subspan(t, 1), &hidden[t * D]),
+              std::vector<float>(all.begin() + t * V, all.begin() + (t + 1) * V))
+        << "row " << t;
+  auto dense = Model::load(test::tiny_model());
+  Sequence s(*dense);
+  EXPECT_THROW(dense->mtp_step(s, next, hidden.data()), Error);
+}
+
 TEST(HybridModel, PromptsKeepASnapshotBeforeTheirLastTokens) {
   auto m = Model::load(hybrid_model(), {.threads = 2});
   const Tokenizer tokenizer = Tokenizer::load(hybrid_model());

@@ -48,6 +48,37 @@ TEST_P(Parity, EveryReferenceCaseWithinTolerance) {
   }
 }
 
+// Qwen3.5's multi-token-prediction head against the float64 MTP references.
+class MtpParity : public testing::TestWithParam<Param> {};
+
+TEST_P(MtpParity, EveryRowWithinTolerance) {
+  const Param& p = GetParam();
+  if (!ops::cpu_supports(p.isa)) GTEST_SKIP() << p.isa << " not on this CPU";
+  auto model =
+      Model::load(test::fixtures() / "models" / p.model, {.threads = 2, .isa = parse_isa(p.isa)});
+  auto ref = io::read_json(test::reference(p.model + "-mtp.json"));
+  for (const auto& c : ref["cases"]) {
+    auto r = cli::verify_mtp_case(*model, c, kTol);
+    SCOPED_TRACE(p.model + "/" + p.isa + "/" + r.name);
+    EXPECT_EQ(r.positions, c["n_positions"].get<int>());
+    EXPECT_LE(r.max_logit_error, kTol);
+    EXPECT_LE(r.max_logsumexp_error, kTol);
+    EXPECT_EQ(r.greedy_agree, r.greedy_steps);
+    EXPECT_GT(r.greedy_steps, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, MtpParity,
+    testing::Values(Param{"qwen35-tiny", "scalar"}, Param{"qwen35-tiny", "avx2"},
+                    Param{"qwen35-tiny", "avx512"}, Param{"qwen35-tiny-moe", "scalar"},
+                    Param{"qwen35-tiny-moe", "avx2"}, Param{"qwen35-tiny-moe", "avx512"}),
+    [](const auto& info) {
+      std::string n = info.param.model + "_" + info.param.isa;
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n;
+    });
+
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, Parity,
     testing::Values(Param{"qwen3-tiny", "scalar"}, Param{"qwen3-tiny", "avx2"},

@@ -120,11 +120,48 @@ ModelCaseResult verify_model_case(Model& model, const nlohmann::json& c, double 
   return r;
 }
 
+ModelCaseResult verify_mtp_case(Model& model, const nlohmann::json& c, double tol) {
+  const int V = model.config().vocab_size;
+  ModelCaseResult r;
+  r.name = c.value("name", "?");
+  const std::vector<TokenId> prompt = ids_of(c, "prompt_ids");
+  if (prompt.size() < 2)
+    throw Error(ErrorKind::format, "reference case " + r.name + ": fewer than 2 prompt_ids");
+  Sequence seq(model, static_cast<int>(prompt.size()));
+  std::vector<float> hidden;  // [T, D] after the final norm: what the LM head reads
+  Observer keep = [&](std::string_view name, const float* data, int rows, int cols) {
+    if (name == "norm") hidden.assign(data, data + size_t(rows) * cols);
+  };
+  BatchItem item{&seq, prompt, false};
+  model.step({&item, 1}, &keep);
+  // Row t pairs h_t with x_{t+1}: rows 0 .. T-2.
+  const auto logits =
+      model.mtp_step(seq, std::span<const TokenId>(prompt).subspan(1), hidden.data());
+  for (const auto& p : c.at("positions")) {
+    const int t = p.at("t").get<int>();
+    if (t < 0 || t + 1 >= static_cast<int>(prompt.size()))
+      throw Error(ErrorKind::format, "reference case " + r.name + ": row " + std::to_string(t) +
+                                         " outside the prompt");
+    const float* row = &logits[size_t(t) * V];
+    ++r.positions;
+    r.max_logit_error = std::max(r.max_logit_error, listed_error(row, V, p.at("top")));
+    r.max_logsumexp_error =
+        std::max(r.max_logsumexp_error,
+                 std::abs(logsumexp({row, size_t(V)}) - p.at("logsumexp").get<double>()));
+    if (p.value("top1_margin", 0.0) > 2 * tol) {
+      ++r.greedy_steps;
+      r.greedy_agree += argmax({row, size_t(V)}) == p.at("top")[0][0].get<TokenId>();
+    }
+  }
+  return r;
+}
+
 int verify_model_reference(Model& model, const nlohmann::json& reference, double tol,
                            std::FILE* out) {
   int passed = 0, total = 0;
+  const bool mtp = reference.value("kind", "") == "mtp";
   for (const auto& c : reference.at("cases")) {
-    ModelCaseResult r = verify_model_case(model, c, tol);
+    ModelCaseResult r = mtp ? verify_mtp_case(model, c, tol) : verify_model_case(model, c, tol);
     const bool ok = r.pass(tol);
     passed += ok;
     ++total;

@@ -29,6 +29,12 @@ struct ModelCaseResult {
 ModelCaseResult verify_model_case(Model& model, const nlohmann::json& reference_case, double tol,
                                   int max_chunk = 512);
 
+// An MTP reference case ("kind": "mtp"): the prompt through the model, its final-normed hidden
+// states and the next tokens through the MTP head, every row's listed logits and logsumexp
+// (max_logit_error, max_logsumexp_error) and its argmax where the reference's margin is decisive
+// (greedy_steps, greedy_agree).
+ModelCaseResult verify_mtp_case(Model& model, const nlohmann::json& reference_case, double tol);
+
 // Every case, one line each, then a summary line; returns 0 when all pass, 1 otherwise.
 int verify_model_reference(Model& model, const nlohmann::json& reference, double tol,
                            std::FILE* out);
