@@ -1,21 +1,36 @@
 #!/usr/bin/env python3
-"""Write a GGUF v3 file with random weights and the exact shape of a published Qwen3 model.
+"""Write a GGUF v3 file with random weights and the exact shape of a published Qwen3 / Qwen3.5 model.
 
     python3 tools/scripts/random_gguf.py --arch qwen3moe --outtype q4_0 --out qwen3-30b-a3b-random-q4_0.gguf
     python3 tools/scripts/random_gguf.py --arch qwen3 --outtype bf16 --out qwen3-0.6b-random-bf16.gguf
+    python3 tools/scripts/random_gguf.py --arch qwen35 --outtype bf16 --out qwen3.5-0.8b-random-bf16.gguf
 
 Needs numpy (Debian: python3-numpy).
 
 Speed does not depend on weight values, so a random file of the real shape runs as fast as the
 real checkpoint, in llama.cpp and in qwen3 alike, without downloading it. The defaults are
-Qwen3-0.6B (--arch qwen3) and Qwen3-30B-A3B (--arch qwen3moe); --hidden, --layers, --heads, ...
-override single dimensions to make small files for quick checks.
+Qwen3-0.6B (--arch qwen3), Qwen3-30B-A3B (--arch qwen3moe), Qwen3.5-0.8B (--arch qwen35, the shape
+of `qwen3 random-model --preset qwen3.5-0.8b`) and Qwen3.5-35B-A3B (--arch qwen35moe); --hidden,
+--layers, --heads, ... override single dimensions to make small files for quick checks (the
+Qwen3.5-2B shape: --arch qwen35 --hidden 2048 --ffn 6144).
 
-Names, shapes, types and metadata keys follow llama.cpp's convert_hf_to_gguf.py for the `qwen3`
-and `qwen3moe` architectures: norms and the MoE router (ffn_gate_inp) stay F32, experts are
-stacked 3-D tensors ffn_{gate,up,down}_exps, the tokenizer is the real Qwen3 one (gpt2 / qwen2).
-The one difference: with --outtype q4_0 token_embd and output are Q4_0 too (as `llama-quantize
---pure` makes them) where llama-quantize's default would pick Q6_K for output.
+Names, shapes, types and metadata keys follow llama.cpp's convert_hf_to_gguf.py (its
+conversion/qwen.py) for the `qwen3`, `qwen3moe`, `qwen35` and `qwen35moe` architectures: norms,
+1-D tensors, the DeltaNet convolution (ssm_conv1d) and the MoE router (ffn_gate_inp) stay F32,
+experts are stacked 3-D tensors ffn_{gate,up,down}_exps, the tokenizer is the real Qwen3 one (gpt2;
+pre-tokenizer qwen2, or qwen35 where its pattern matches combining marks). The one difference:
+with --outtype q4_0 token_embd and output are Q4_0 too (as `llama-quantize --pure` makes them) where
+llama-quantize's default would pick Q6_K for output.
+
+Qwen3.5 (`qwen35`): every --full-attention-interval-th layer is gated attention (attn_q holds query
+and gate, 2 x heads x head_dim rows; attn_k, attn_v, attn_output, attn_{q,k}_norm); the others are
+Gated DeltaNet: attn_qkv (in_proj_qkv: q, k, v), attn_gate (in_proj_z), ssm_conv1d [kernel,
+channels], ssm_dt.bias (dt_bias), ssm_a (the converter stores -exp(A_log): written negative here),
+ssm_alpha (in_proj_a), ssm_beta (in_proj_b), ssm_norm, ssm_out (out_proj); each layer's second norm
+is post_attention_norm. The converter's value transforms (norm gains stored as 1 + w, value heads
+reordered from grouped to tiled when value heads > key heads) change values, not shapes or types,
+and do not matter to random weights. llama.cpp's Gated DeltaNet takes the value head size from
+ssm.state_size, so key and value heads share --linear-head-dim.
 
 The container is written here from the format, without llama.cpp's gguf-py: header, typed
 key/values, tensor infos (dims fastest first), then the data, every tensor aligned to 32 bytes.
@@ -40,18 +55,41 @@ FILE_TYPE = {"f32": 0, "bf16": 32, "q4_0": 2, "q8_0": 7}
 # GGUF value types
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
 
-# config.json of Qwen/Qwen3-0.6B and Qwen/Qwen3-30B-A3B
+# config.json of Qwen/Qwen3-0.6B, Qwen/Qwen3-30B-A3B, Qwen/Qwen3.5-0.8B and Qwen/Qwen3.5-35B-A3B
+# (text_config); every dimension not named is 0
+DIMS = ["hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "experts", "experts_used",
+        "expert_ffn", "shared_ffn", "rotary_dim", "linear_key_heads", "linear_value_heads",
+        "linear_head_dim", "conv_kernel", "full_attention_interval", "vocab"]
 SHAPES = {
     "qwen3": dict(hidden=1024, layers=28, heads=16, kv_heads=8, head_dim=128, ffn=3072,
-                  experts=0, experts_used=0, expert_ffn=0, vocab=151936, tied=True),
+                  vocab=151936, tied=True),
     "qwen3moe": dict(hidden=2048, layers=48, heads=32, kv_heads=4, head_dim=128, ffn=6144,
                      experts=128, experts_used=8, expert_ffn=768, vocab=151936, tied=False),
+    "qwen35": dict(hidden=1024, layers=24, heads=8, kv_heads=2, head_dim=256, rotary_dim=64,
+                   ffn=3584, linear_key_heads=16, linear_value_heads=16, linear_head_dim=128,
+                   conv_kernel=4, full_attention_interval=4, vocab=248320, tied=True),
+    "qwen35moe": dict(hidden=2048, layers=40, heads=16, kv_heads=2, head_dim=256, rotary_dim=64,
+                      experts=256, experts_used=8, expert_ffn=512, shared_ffn=512,
+                      linear_key_heads=16, linear_value_heads=32, linear_head_dim=128,
+                      conv_kernel=4, full_attention_interval=4, vocab=248320, tied=False),
 }
-CONTEXT, ROPE_THETA, RMS_EPS = 40960, 1e6, 1e-6
-BOS, EOS, PAD = 151643, 151645, 151643  # <|endoftext|>, <|im_end|>, <|endoftext|>
+NAMES = {"qwen3": "Qwen3-0.6B", "qwen3moe": "Qwen3-30B-A3B", "qwen35": "Qwen3.5-0.8B",
+         "qwen35moe": "Qwen3.5-35B-A3B"}
+HYBRID = ("qwen35", "qwen35moe")
+MOE = ("qwen3moe", "qwen35moe")
+# context_length, rope theta
+CONTEXT = {"qwen3": 40960, "qwen3moe": 40960, "qwen35": 262144, "qwen35moe": 262144}
+ROPE_THETA = {"qwen3": 1e6, "qwen3moe": 1e6, "qwen35": 1e7, "qwen35moe": 1e7}
+RMS_EPS = 1e-6
+MROPE_SECTIONS = [11, 11, 10, 0]  # Qwen3.5's interleaved M-RoPE; plain RoPE for text
 
 # llama.cpp token types
 NORMAL, CONTROL, USER_DEFINED, UNUSED = 1, 3, 4, 5
+
+
+def recurrent(s, i):
+    """Is layer i a Gated DeltaNet layer (qwen35: all but every full_attention_interval-th)?"""
+    return s["full_attention_interval"] > 0 and (i + 1) % s["full_attention_interval"] != 0
 
 
 def tensors(arch, s):
@@ -59,23 +97,45 @@ def tensors(arch, s):
     names them. PyTorch's (out_features, in_features) becomes ggml's [in, out]."""
     d, hd, ff, ffe, ne = s["hidden"], s["head_dim"], s["ffn"], s["expert_ffn"], s["experts"]
     q, kv = s["heads"] * hd, s["kv_heads"] * hd
+    # Gated DeltaNet: key and value heads of linear_head_dim, q k v through one convolution
+    dk, dv = s["linear_key_heads"] * s["linear_head_dim"], s["linear_value_heads"] * s["linear_head_dim"]
+    nv = s["linear_value_heads"]
     out = [("token_embd.weight", [d, s["vocab"]], True)]
     for i in range(s["layers"]):
         b = f"blk.{i}."
-        out += [(b + "attn_norm.weight", [d], False),
-                (b + "attn_q.weight", [d, q], True),
-                (b + "attn_k.weight", [d, kv], True),
-                (b + "attn_v.weight", [d, kv], True),
-                (b + "attn_output.weight", [q, d], True),
-                (b + "attn_q_norm.weight", [hd], False),
-                (b + "attn_k_norm.weight", [hd], False),
-                (b + "ffn_norm.weight", [d], False)]
-        if arch == "qwen3moe":
+        out.append((b + "attn_norm.weight", [d], False))
+        if arch in HYBRID and recurrent(s, i):
+            out += [(b + "attn_qkv.weight", [d, 2 * dk + dv], True),
+                    (b + "attn_gate.weight", [d, dv], True),
+                    (b + "ssm_conv1d.weight", [s["conv_kernel"], 2 * dk + dv], False),
+                    (b + "ssm_dt.bias", [nv], False),
+                    (b + "ssm_a", [nv], False),
+                    (b + "ssm_beta.weight", [d, nv], True),
+                    (b + "ssm_alpha.weight", [d, nv], True),
+                    (b + "ssm_norm.weight", [s["linear_head_dim"]], False),
+                    (b + "ssm_out.weight", [dv, d], True)]
+        else:
+            gated = 2 if arch in HYBRID else 1  # Qwen3.5's q_proj: query and output gate
+            out += [(b + "attn_q.weight", [d, gated * q], True),
+                    (b + "attn_k.weight", [d, kv], True),
+                    (b + "attn_v.weight", [d, kv], True),
+                    (b + "attn_output.weight", [q, d], True),
+                    (b + "attn_q_norm.weight", [hd], False),
+                    (b + "attn_k_norm.weight", [hd], False)]
+        out.append((b + ("post_attention_norm.weight" if arch in HYBRID else "ffn_norm.weight"),
+                    [d], False))
+        if arch in MOE:
             # the router stays F32 in convert_hf_to_gguf.py and in llama-quantize
             out += [(b + "ffn_gate_inp.weight", [d, ne], False),
                     (b + "ffn_gate_exps.weight", [d, ffe, ne], True),
                     (b + "ffn_up_exps.weight", [d, ffe, ne], True),
                     (b + "ffn_down_exps.weight", [ffe, d, ne], True)]
+            if arch == "qwen35moe":
+                sf = s["shared_ffn"]
+                out += [(b + "ffn_gate_inp_shexp.weight", [d], False),
+                        (b + "ffn_gate_shexp.weight", [d, sf], True),
+                        (b + "ffn_up_shexp.weight", [d, sf], True),
+                        (b + "ffn_down_shexp.weight", [sf, d], True)]
         else:
             out += [(b + "ffn_gate.weight", [d, ff], True),
                     (b + "ffn_up.weight", [d, ff], True),
@@ -87,10 +147,16 @@ def tensors(arch, s):
 
 
 def vocab(tok_dir, n_vocab):
-    """tokens, token types, merges and chat template, as the converter's get_vocab_base() and
-    SpecialVocab derive them from tokenizer.json and tokenizer_config.json."""
+    """tokens, token types, merges, chat template, pre-tokenizer and the ids of <|endoftext|>
+    and <|im_end|>, as the converter's get_vocab_base() and SpecialVocab derive them from
+    tokenizer.json and tokenizer_config.json (or chat_template.jinja)."""
     tj = json.loads((tok_dir / "tokenizer.json").read_text(encoding="utf-8"))
     cfg = json.loads((tok_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    template = cfg.get("chat_template")
+    if template is None and (tok_dir / "chat_template.jinja").exists():
+        template = (tok_dir / "chat_template.jinja").read_text(encoding="utf-8")
+    # Qwen3.5's pattern adds \p{M} (combining marks); llama.cpp names that pre-tokenizer qwen35
+    pre = "qwen35" if "p{M}" in json.dumps(tj["pre_tokenizer"]) else "qwen2"
     by_id = {i: t for t, i in tj["model"]["vocab"].items()}
     added = {a["id"]: a for a in tj["added_tokens"]}
     by_id.update({i: a["content"] for i, a in added.items()})
@@ -115,7 +181,8 @@ def vocab(tok_dir, n_vocab):
     # merges as "a b"; a space inside a part is written as U+0120 + 256, like SpecialVocab
     merges = [m if isinstance(m, str) else " ".join(p.replace(" ", chr(ord(" ") + 256)) for p in m)
               for m in tj["model"]["merges"]]
-    return tokens, types, merges, cfg["chat_template"]
+    ids = {by_id[i]: i for i in added}
+    return tokens, types, merges, template, pre, ids["<|endoftext|>"], ids["<|im_end|>"]
 
 
 def gguf_str(s):
@@ -140,38 +207,51 @@ def kv_bytes(key, vtype, value, sub=None):
 
 
 def metadata(arch, s, outtype, name, tok):
-    tokens, types, merges, template = tok
+    tokens, types, merges, template, pre, endoftext, im_end = tok
     a = arch + "."
     kv = [("general.architecture", STR, arch),
           ("general.type", STR, "model"),
           ("general.name", STR, name),
           ("general.alignment", U32, ALIGN),
           (a + "block_count", U32, s["layers"]),
-          (a + "context_length", U32, CONTEXT),
-          (a + "embedding_length", U32, s["hidden"]),
-          (a + "feed_forward_length", U32, s["ffn"]),
-          (a + "attention.head_count", U32, s["heads"]),
-          (a + "attention.head_count_kv", U32, s["kv_heads"]),
-          (a + "rope.freq_base", F32, ROPE_THETA),
-          (a + "attention.layer_norm_rms_epsilon", F32, RMS_EPS)]
-    if arch == "qwen3moe":
+          (a + "context_length", U32, CONTEXT[arch]),
+          (a + "embedding_length", U32, s["hidden"])]
+    if s["ffn"]:
+        kv.append((a + "feed_forward_length", U32, s["ffn"]))
+    kv += [(a + "attention.head_count", U32, s["heads"]),
+           (a + "attention.head_count_kv", U32, s["kv_heads"]),
+           (a + "rope.freq_base", F32, ROPE_THETA[arch]),
+           (a + "attention.layer_norm_rms_epsilon", F32, RMS_EPS)]
+    if arch in MOE:
         kv += [(a + "expert_count", U32, s["experts"]),
                (a + "expert_used_count", U32, s["experts_used"]),
                (a + "expert_feed_forward_length", U32, s["expert_ffn"])]
+    if arch == "qwen35moe":
+        kv.append((a + "expert_shared_feed_forward_length", U32, s["shared_ffn"]))
     kv += [(a + "attention.key_length", U32, s["head_dim"]),
-           (a + "attention.value_length", U32, s["head_dim"]),
-           ("general.file_type", U32, FILE_TYPE[outtype]),
+           (a + "attention.value_length", U32, s["head_dim"])]
+    if arch in HYBRID:
+        kv += [(a + "rope.dimension_sections", ARR, MROPE_SECTIONS, I32),
+               (a + "ssm.conv_kernel", U32, s["conv_kernel"]),
+               (a + "ssm.state_size", U32, s["linear_head_dim"]),
+               (a + "ssm.group_count", U32, s["linear_key_heads"]),
+               (a + "ssm.time_step_rank", U32, s["linear_value_heads"]),
+               (a + "ssm.inner_size", U32, s["linear_value_heads"] * s["linear_head_dim"]),
+               (a + "full_attention_interval", U32, s["full_attention_interval"]),
+               (a + "rope.dimension_count", U32, s["rotary_dim"])]
+    kv += [("general.file_type", U32, FILE_TYPE[outtype]),
            ("general.quantization_version", U32, 2),
            ("tokenizer.ggml.model", STR, "gpt2"),
-           ("tokenizer.ggml.pre", STR, "qwen2"),
+           ("tokenizer.ggml.pre", STR, pre),
            ("tokenizer.ggml.tokens", ARR, tokens, STR),
            ("tokenizer.ggml.token_type", ARR, types, I32),
            ("tokenizer.ggml.merges", ARR, merges, STR),
-           ("tokenizer.ggml.eos_token_id", U32, EOS),
-           ("tokenizer.ggml.padding_token_id", U32, PAD),
-           ("tokenizer.ggml.bos_token_id", U32, BOS),
-           ("tokenizer.ggml.add_bos_token", BOOL, False),
-           ("tokenizer.chat_template", STR, template)]
+           ("tokenizer.ggml.eos_token_id", U32, im_end),
+           ("tokenizer.ggml.padding_token_id", U32, endoftext),
+           ("tokenizer.ggml.bos_token_id", U32, endoftext),
+           ("tokenizer.ggml.add_bos_token", BOOL, False)]
+    if template is not None:
+        kv.append(("tokenizer.chat_template", STR, template))
     return kv
 
 
@@ -207,22 +287,27 @@ def main():
     ap.add_argument("--outtype", choices=["q4_0", "q8_0", "bf16", "f32"], default="bf16",
                     help="type of every weight matrix; norms and the router stay F32")
     ap.add_argument("--out", type=Path, required=True)
-    for k in SHAPES["qwen3"]:
-        if k != "tied":
-            ap.add_argument("--" + k.replace("_", "-"), type=int)
+    for k in DIMS:
+        ap.add_argument("--" + k.replace("_", "-"), type=int)
     ap.add_argument("--tied", action=argparse.BooleanOptionalAction,
-                    help="lm_head shares token_embd (default: qwen3 yes, qwen3moe no)")
+                    help="lm_head shares token_embd (default: qwen3, qwen35 yes; the MoE no)")
     repo = Path(__file__).resolve().parents[2]
     ap.add_argument("--tokenizer-dir", type=Path, default=repo / "tests/fixtures/models/qwen3-tiny",
                     help="folder with the real Qwen3 tokenizer.json and tokenizer_config.json")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    s = dict(SHAPES[args.arch])
+    s = dict.fromkeys(DIMS, 0)
+    s.update(SHAPES[args.arch])
     s.update({k: v for k, v in vars(args).items() if k in s and v is not None})
-    if args.arch == "qwen3moe" and not 0 < s["experts_used"] <= s["experts"]:
-        sys.exit("qwen3moe needs 0 < --experts-used <= --experts")
-    name = ("Qwen3-0.6B" if args.arch == "qwen3" else "Qwen3-30B-A3B") + " shape, random weights"
+    if args.arch in MOE and not 0 < s["experts_used"] <= s["experts"]:
+        sys.exit(f"{args.arch} needs 0 < --experts-used <= --experts")
+    if args.arch in HYBRID:
+        if s["linear_value_heads"] % s["linear_key_heads"]:
+            sys.exit("--linear-value-heads must be a multiple of --linear-key-heads")
+        if not 0 < s["rotary_dim"] <= s["head_dim"] or s["rotary_dim"] % 2:
+            sys.exit("--rotary-dim must be even and at most --head-dim")
+    name = NAMES[args.arch] + " shape, random weights"
 
     infos, offset = [], 0
     for tname, dims, matrix in tensors(args.arch, s):
@@ -249,6 +334,9 @@ def main():
             assert f.tell() == len(head) + off
             if tname.endswith("_norm.weight"):
                 f.write(np.ones(dims, dtype="<f4").tobytes())  # RMSNorm gains of 1
+            elif tname.endswith(".ssm_a"):
+                # -exp(A_log) < 0: each DeltaNet state decays, as in a trained model
+                f.write((random_chunk(rng, size, gtype) | np.uint32(0x80000000)).tobytes())
             else:
                 step = CHUNK - CHUNK % GGML_TYPES[gtype][2]
                 for pos in range(0, size, step):
