@@ -198,6 +198,7 @@ void add_bench_command(CLI::App& app) {
                                    {"batch", batch}});
       };
       const std::string at = a->depth ? " @ d" + std::to_string(a->depth) : "";
+      size_t sequence_bytes = 0;  // one sequence's state after the last test
       for (int p : a->prompts) {
         if (p == 0) continue;
         Sequence s = at_depth(*model, a->depth, p);
@@ -205,6 +206,7 @@ void add_bench_command(CLI::App& app) {
         std::vector<double> v;
         for (int r = 0; r < a->reps; ++r) v.push_back(p / prefill_seconds(*model, s, p, a->depth));
         add("pp" + std::to_string(p) + at, v, {}, 1);
+        sequence_bytes = s.bytes();
       }
       if (a->gen > 0) {
         // Each batch size's repetition r runs next to the others' r: a drift of a shared machine
@@ -241,7 +243,15 @@ void add_bench_command(CLI::App& app) {
           speedups += line;
         }
         if (!a->json) std::printf("%s", speedups.c_str());
+        sequence_bytes = seqs.front().front().bytes();
       }
+      // KV caches of the attention layers only, and a hybrid model's fixed recurrent states.
+      report["sequence_state_mb"] = sequence_bytes / 1e6;
+      if (!a->json && sequence_bytes)
+        std::printf("sequence state %.1f MB (KV caches%s)\n", sequence_bytes / 1e6,
+                    model->config().linear_num_value_heads
+                        ? " of the attention layers, recurrent states and their snapshots"
+                        : "");
       report["model"] = model->config().summary(model->name());
       report["gb_per_token"] = gb_per_token;
     }
