@@ -1,10 +1,14 @@
-// The prefix cache on the tiny model: longest-prefix lookup, LRU eviction within the budget.
+// The prefix cache on the tiny model: longest-prefix lookup, LRU eviction within the budget,
+// replies identical with and without a hit.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
+#include "qwen3/generation.h"
 #include "qwen3/model.h"
+#include "qwen3/tokenizer.h"
 #include "server/prefix_cache.h"
+#include "server/scheduler.h"
 #include "test_paths.h"
 
 namespace qwen3::server {
@@ -99,6 +103,61 @@ TEST(PrefixCache, ZeroBudgetIsOff) {
   EXPECT_FALSE(cache.take(a));
   EXPECT_EQ(cache.stats().entries, 0u);
   EXPECT_EQ(cache.stats().misses, 0u);
+}
+
+// What a scheduler's requests return: ids, logprobs and the cached share of each prompt.
+struct Reply {
+  std::vector<TokenId> ids;
+  std::vector<float> logprobs;
+  int cached = 0;
+};
+
+Reply run(Scheduler& scheduler, const std::vector<TokenId>& prompt, GenerationOptions options) {
+  auto job = scheduler.submit(prompt, std::move(options));
+  Reply r;
+  for (Job::Update u; !u.finished;) {
+    u = job->wait(std::chrono::milliseconds(1000));
+    EXPECT_TRUE(u.error.empty()) << u.error;
+    for (auto& t : u.tokens) {
+      r.ids.push_back(t.id);
+      r.logprobs.push_back(t.logprob);
+    }
+    r.cached = u.cached_tokens;
+  }
+  return r;
+}
+
+// The same requests, one after another, with the cache off and on: the same bits, greedy and
+// seeded with penalties (whose history must still count the cached prompt tokens), and a chat
+// that grows by each reply, fed in chunks smaller than the prompt.
+TEST(PrefixCache, RepliesAreTheSameBitsWithAndWithoutAHit) {
+  const Tokenizer tokenizer = Tokenizer::load(test::tiny_model());
+  Metrics metrics;
+  Scheduler cold(tiny(), tokenizer, {1, 256, 8, 5, 0}, metrics);
+  Scheduler warm(tiny(), tokenizer, {1, 256, 8, 5, size_t(64) << 20}, metrics);
+  GenerationOptions greedy;
+  greedy.sampling.temperature = 0;
+  greedy.max_tokens = 8;
+  greedy.logprobs = true;
+  GenerationOptions seeded = greedy;
+  seeded.sampling = {.temperature = 0.9f,
+                     .top_k = 40,
+                     .repetition_penalty = 1.3f,
+                     .presence_penalty = 0.5f,
+                     .seed = 7};
+  std::vector<TokenId> chat = ids(1000, 37);
+  int hits = 0;
+  for (int turn = 0; turn < 4; ++turn)
+    for (const auto* options : {&greedy, &seeded}) {
+      const Reply a = run(cold, chat, *options), b = run(warm, chat, *options);
+      EXPECT_EQ(a.ids, b.ids) << "turn " << turn;
+      EXPECT_EQ(a.logprobs, b.logprobs) << "turn " << turn;
+      EXPECT_EQ(a.cached, 0);
+      EXPECT_LT(b.cached, int(chat.size()));
+      hits += b.cached > 0;
+      if (options == &seeded) chat = concat(concat(chat, a.ids), ids(2000 + turn * 10, 9));
+    }
+  EXPECT_EQ(hits, 7) << "every request after the first reuses the one before";
 }
 
 }  // namespace

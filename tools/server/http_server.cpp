@@ -47,8 +47,8 @@ struct Exchange {
     for (auto& token : update.tokens)
       for (auto& c : reply.on_token(token)) out.push_back(std::move(c));
     if (update.finished && update.error.empty())
-      for (auto& c :
-           reply.on_finish(update.reason, {update.prompt_tokens, update.completion_tokens}))
+      for (auto& c : reply.on_finish(update.reason, {update.prompt_tokens, update.completion_tokens,
+                                                     update.cached_tokens}))
         out.push_back(std::move(c));
     return out;
   }

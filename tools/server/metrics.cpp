@@ -40,6 +40,12 @@ void Metrics::active(size_t requests) {
   active_ = requests;
 }
 
+void Metrics::prefix_cache(const PrefixCacheStats& stats, size_t budget_bytes) {
+  std::lock_guard lock(mutex_);
+  cache_ = stats;
+  cache_budget_ = budget_bytes;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mutex_);
   const auto now = Clock::now();
@@ -77,6 +83,24 @@ std::string Metrics::render() const {
   out << "qwen3_time_to_first_token_seconds_bucket{le=\"+Inf\"} " << ttft_count_ << '\n';
   out << "qwen3_time_to_first_token_seconds_sum " << ttft_sum_ << '\n';
   out << "qwen3_time_to_first_token_seconds_count " << ttft_count_ << '\n';
+  metric("qwen3_prefix_cache_hits_total", "counter",
+         "Requests that reused a cached sequence's prefix");
+  out << "qwen3_prefix_cache_hits_total " << cache_.hits << '\n';
+  metric("qwen3_prefix_cache_misses_total", "counter",
+         "Requests that found no cached prefix worth reusing (cache on)");
+  out << "qwen3_prefix_cache_misses_total " << cache_.misses << '\n';
+  metric("qwen3_prefix_cache_cached_tokens_total", "counter",
+         "Prompt tokens taken from the prefix cache instead of prefilled");
+  out << "qwen3_prefix_cache_cached_tokens_total " << cache_.cached_tokens << '\n';
+  metric("qwen3_prefix_cache_evictions_total", "counter",
+         "Cached sequences dropped to stay within --cache-mb");
+  out << "qwen3_prefix_cache_evictions_total " << cache_.evictions << '\n';
+  metric("qwen3_prefix_cache_entries", "gauge", "Sequences held by the prefix cache");
+  out << "qwen3_prefix_cache_entries " << cache_.entries << '\n';
+  metric("qwen3_prefix_cache_bytes", "gauge", "Memory held by the prefix cache's sequences");
+  out << "qwen3_prefix_cache_bytes " << cache_.bytes << '\n';
+  metric("qwen3_prefix_cache_budget_bytes", "gauge", "The prefix cache's budget (--cache-mb)");
+  out << "qwen3_prefix_cache_budget_bytes " << cache_budget_ << '\n';
   return out.str();
 }
 

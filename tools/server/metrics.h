@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "server/prefix_cache.h"
+
 namespace qwen3::server {
 
 class Metrics {
@@ -19,6 +21,7 @@ class Metrics {
   void generated(int tokens);        // new tokens of one engine step
   void queued(size_t requests);      // waiting for a slot
   void active(size_t requests);      // being generated
+  void prefix_cache(const PrefixCacheStats& stats, size_t budget_bytes);
   std::string render() const;
 
  private:
@@ -34,6 +37,8 @@ class Metrics {
   double ttft_sum_ = 0;
   mutable std::deque<std::pair<Clock::time_point, int>> recent_;  // (step end, tokens)
   size_t queued_ = 0, active_ = 0;
+  PrefixCacheStats cache_;
+  size_t cache_budget_ = 0;
 };
 
 }  // namespace qwen3::server

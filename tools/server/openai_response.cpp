@@ -181,7 +181,8 @@ std::vector<json> Reply::on_finish(FinishReason reason, Usage usage) {
 json Reply::usage_json() const {
   return {{"prompt_tokens", usage_.prompt_tokens},
           {"completion_tokens", usage_.completion_tokens},
-          {"total_tokens", usage_.prompt_tokens + usage_.completion_tokens}};
+          {"total_tokens", usage_.prompt_tokens + usage_.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage_.cached_tokens}}}};
 }
 
 json Reply::body() const {

@@ -18,6 +18,7 @@ namespace qwen3::server {
 
 struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;
+  int cached_tokens = 0;  // of prompt_tokens, taken from the prefix cache
 };
 
 // The same calls serve streaming (send what each returns as SSE chunks) and non-streaming

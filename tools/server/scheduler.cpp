@@ -26,12 +26,14 @@ void Job::push(GeneratedToken token) {
   cv_.notify_all();
 }
 
-void Job::finish(FinishReason reason, int prompt_tokens, int completion_tokens, std::string error) {
+void Job::finish(FinishReason reason, int prompt_tokens, int completion_tokens, int cached_tokens,
+                 std::string error) {
   std::lock_guard lock(mutex_);
   pending_.finished = true;
   pending_.reason = reason;
   pending_.prompt_tokens = prompt_tokens;
   pending_.completion_tokens = completion_tokens;
+  pending_.cached_tokens = cached_tokens;
   pending_.error = std::move(error);
   cv_.notify_all();
 }
@@ -53,21 +55,25 @@ struct Scheduler::Active {
   std::shared_ptr<Job> job;
   Sequence sequence;
   Generation generation;
+  int cached_tokens = 0;  // of the prompt, already in `sequence` when it was admitted
   bool first_token = true;
   bool failed = false;
 
   void finish(Metrics& metrics) {
     metrics.finished(generation.prompt_tokens(), generation.completion_tokens());
     job->finish(generation.finish_reason(), generation.prompt_tokens(),
-                generation.completion_tokens());
+                generation.completion_tokens(), cached_tokens);
   }
 };
 
 Scheduler::Scheduler(Model& model, const Tokenizer& tokenizer, SchedulerOptions options,
                      Metrics& metrics)
-    : model_(model), tokenizer_(tokenizer), options_(options), metrics_(metrics), thread_([this] {
-        loop();
-      }) {}
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      metrics_(metrics),
+      cache_(options.cache_bytes),
+      thread_([this] { loop(); }) {}
 
 Scheduler::~Scheduler() {
   {
@@ -76,7 +82,7 @@ Scheduler::~Scheduler() {
   }
   wake_.notify_all();
   thread_.join();
-  for (auto& job : queue_) job->finish(FinishReason::none, 0, 0, "the server is shutting down");
+  for (auto& job : queue_) job->finish(FinishReason::none, 0, 0, 0, "the server is shutting down");
 }
 
 std::shared_ptr<Job> Scheduler::submit(std::vector<TokenId> prompt, GenerationOptions options) {
@@ -103,13 +109,41 @@ void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
     if (job->finish_if_cancelled()) continue;
     try {
       auto a = std::make_unique<Active>(model_, tokenizer_, options_.context, job);
-      if (a->generation.done()) a->finish(metrics_);  // max_tokens 0
-      else active.push_back(std::move(a));
+      if (a->generation.done()) {  // max_tokens 0
+        a->finish(metrics_);
+        continue;
+      }
+      reuse_prefix(*a);
+      active.push_back(std::move(a));
     } catch (const std::exception& e) {  // request parsing validated it; this is a last line
-      job->finish(FinishReason::none, 0, 0, e.what());
+      job->finish(FinishReason::none, 0, 0, 0, e.what());
     }
   }
   metrics_.queued(queue_.size());
+}
+
+// The Generation was built over a fresh, empty sequence, so its context check counted the whole
+// prompt. The cached sequence then takes that one's place (the Generation refers to the member),
+// and the prompt tokens it holds count as fed: the Generation keeps the whole prompt as the
+// history its penalties count and as prompt_tokens, and feeds only the rest. Their logits are
+// those of a full prefill (tests/model/batch_test.cpp TruncateRewindsTheCache), so the reply is
+// the same bits with or without the hit.
+void Scheduler::reuse_prefix(Active& a) {
+  auto hit = cache_.take(a.job->prompt_);
+  if (!hit) return;
+  a.sequence = std::move(hit->sequence);
+  if (hit->kept > 0) a.generation.advance(hit->kept, {});  // the prompt is not in yet: no logits
+  a.cached_tokens = hit->kept;
+}
+
+// What a sequence holds: the prompt, then each generated token but the last (never fed), or less
+// when the request ended early.
+void Scheduler::retire(Active& a) {
+  if (!cache_.enabled()) return;
+  std::vector<TokenId> tokens = a.job->prompt_;
+  const auto& generated = a.generation.generated();
+  tokens.insert(tokens.end(), generated.begin(), generated.end());
+  cache_.put(std::move(a.sequence), tokens);
 }
 
 void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
@@ -119,7 +153,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   try {
     model_.step(batch, logits_);
   } catch (const std::exception& e) {
-    for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, e.what());
+    for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, 0, e.what());
     active.clear();
     return;
   }
@@ -133,7 +167,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
         const std::exception& e) {  // this request alone fails (a grammar no token can continue)
       a.generation.cancel();
       a.job->finish(FinishReason::none, a.generation.prompt_tokens(),
-                    a.generation.completion_tokens(), e.what());
+                    a.generation.completion_tokens(), a.cached_tokens, e.what());
       a.failed = true;
       continue;
     }
@@ -147,12 +181,17 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
     a.job->push(std::move(*token));
     if (a.generation.done()) a.finish(metrics_);
   }
-  std::erase_if(active, [](auto& a) { return a->generation.done() || a->failed; });
+  std::erase_if(active, [&](auto& a) {
+    if (!a->generation.done() && !a->failed) return false;
+    retire(*a);
+    return true;
+  });
   metrics_.generated(generated);
 }
 
 void Scheduler::loop() {
   std::vector<std::unique_ptr<Active>> active;
+  metrics_.prefix_cache(cache_.stats(), options_.cache_bytes);  // the budget, before any request
   for (;;) {
     {
       std::unique_lock lock(mutex_);
@@ -165,12 +204,14 @@ void Scheduler::loop() {
       if (!a->job->cancelled_) return false;
       a->generation.cancel();
       a->finish(metrics_);
+      retire(*a);
       return true;
     });
     if (!active.empty()) step(active);
     metrics_.active(active.size());
+    metrics_.prefix_cache(cache_.stats(), options_.cache_bytes);
   }
-  for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, "the server is shutting down");
+  for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, 0, "the server is shutting down");
 }
 
 }  // namespace qwen3::server

@@ -15,6 +15,7 @@
 #include "qwen3/model.h"
 #include "qwen3/tokenizer.h"
 #include "server/metrics.h"
+#include "server/prefix_cache.h"
 
 namespace qwen3::server {
 
@@ -23,6 +24,7 @@ struct SchedulerOptions {
   int context = 4096;     // tokens per sequence
   size_t max_queue = 64;  // requests waiting for a slot before 429s
   int chunk = 256;  // prompt tokens per request per step, so long prompts don't stall decoding
+  size_t cache_bytes = 0;  // the prefix cache's budget for finished requests' sequences; 0 = off
 };
 
 // One request's channel between the HTTP thread waiting on it and the scheduler running it.
@@ -34,7 +36,8 @@ class Job {
     bool finished = false;
     FinishReason reason = FinishReason::none;
     int prompt_tokens = 0, completion_tokens = 0;
-    std::string error;  // the engine failed this request
+    int cached_tokens = 0;  // prompt tokens taken from the prefix cache, not prefilled
+    std::string error;      // the engine failed this request
   };
 
   Job(std::vector<TokenId> prompt, GenerationOptions options);
@@ -44,7 +47,7 @@ class Job {
  private:
   friend class Scheduler;
   void push(GeneratedToken token);
-  void finish(FinishReason reason, int prompt_tokens, int completion_tokens,
+  void finish(FinishReason reason, int prompt_tokens, int completion_tokens, int cached_tokens = 0,
               std::string error = "");
   bool finish_if_cancelled();  // true when it was cancelled (and is now finished)
 
@@ -70,6 +73,8 @@ class Scheduler {
   void loop();
   void admit(std::vector<std::unique_ptr<Active>>& active);  // under mutex_
   void step(std::vector<std::unique_ptr<Active>>& active);
+  void reuse_prefix(Active& a);  // a cached sequence in place of a's fresh one
+  void retire(Active& a);        // a's sequence into the prefix cache
 
   Model& model_;
   const Tokenizer& tokenizer_;
@@ -81,6 +86,7 @@ class Scheduler {
   bool stopping_ = false;
   std::vector<std::vector<float>>
       logits_;          // the last step's, its memory reused (loop's thread only)
+  PrefixCache cache_;   // loop's thread only
   std::thread thread_;  // last: starts after everything it uses
 };
 
