@@ -1,9 +1,10 @@
 // The prefix cache on the tiny model: longest-prefix lookup, LRU eviction within the budget,
-// replies identical with and without a hit.
+// replies identical with and without a hit, and `serve --cache-mb` refusing bad values.
 #include <gtest/gtest.h>
 
 #include <numeric>
 
+#include "cli/cli_runner.h"
 #include "qwen3/generation.h"
 #include "qwen3/model.h"
 #include "qwen3/tokenizer.h"
@@ -158,6 +159,20 @@ TEST(PrefixCache, RepliesAreTheSameBitsWithAndWithoutAHit) {
       if (options == &seeded) chat = concat(concat(chat, a.ids), ids(2000 + turn * 10, 9));
     }
   EXPECT_EQ(hits, 7) << "every request after the first reuses the one before";
+}
+
+TEST(ServeCli, BadCacheMbIsOneLineAndNonZero) {
+  const std::string serve = "serve " + test::tiny_model().string() + " --port 0 --cache-mb ";
+  for (auto [value, message] :
+       {std::pair{"-1", "error: --cache-mb must be >= 0 (0 turns the cache off), got -1\n"},
+        {"abc",
+         "error: --cache-mb: \"abc\" is not a whole number of MiB (0 turns the cache off)\n"},
+        {"1.5",
+         "error: --cache-mb: \"1.5\" is not a whole number of MiB (0 turns the cache off)\n"}}) {
+    auto r = test::run_qwen3(serve + value);
+    EXPECT_NE(r.exit_code, 0) << value;
+    EXPECT_EQ(r.output, message) << value;
+  }
 }
 
 }  // namespace
