@@ -130,12 +130,13 @@ Reply run(Scheduler& scheduler, const std::vector<TokenId>& prompt, GenerationOp
 
 // The same requests, one after another, with the cache off and on: the same bits, greedy and
 // seeded with penalties (whose history must still count the cached prompt tokens), and a chat
-// that grows by each reply, fed in chunks smaller than the prompt.
-TEST(PrefixCache, RepliesAreTheSameBitsWithAndWithoutAHit) {
-  const Tokenizer tokenizer = Tokenizer::load(test::tiny_model());
+// that grows by each reply, fed in chunks smaller than the prompt. Returns the hits.
+int expect_same_bits_with_and_without_hits(const std::filesystem::path& model_dir) {
+  auto model = Model::load(model_dir, {.threads = 1});
+  const Tokenizer tokenizer = Tokenizer::load(model_dir);
   Metrics metrics;
-  Scheduler cold(tiny(), tokenizer, {1, 256, 8, 5, 0}, metrics);
-  Scheduler warm(tiny(), tokenizer, {1, 256, 8, 5, size_t(64) << 20}, metrics);
+  Scheduler cold(*model, tokenizer, {1, 256, 8, 5, 0}, metrics);
+  Scheduler warm(*model, tokenizer, {1, 256, 8, 5, size_t(64) << 20}, metrics);
   GenerationOptions greedy;
   greedy.sampling.temperature = 0;
   greedy.max_tokens = 8;
@@ -156,9 +157,38 @@ TEST(PrefixCache, RepliesAreTheSameBitsWithAndWithoutAHit) {
       EXPECT_EQ(a.cached, 0);
       EXPECT_LT(b.cached, int(chat.size()));
       hits += b.cached > 0;
-      if (options == &seeded) chat = concat(concat(chat, a.ids), ids(2000 + turn * 10, 9));
+      if (options == &seeded) chat = concat(concat(chat, a.ids), ids(1500 + turn * 10, 9));
     }
-  EXPECT_EQ(hits, 7) << "every request after the first reuses the one before";
+  return hits;
+}
+
+TEST(PrefixCache, RepliesAreTheSameBitsWithAndWithoutAHit) {
+  EXPECT_EQ(expect_same_bits_with_and_without_hits(test::tiny_model()), 7)
+      << "every request after the first reuses the one before";
+}
+
+// A hybrid model's sequence rewinds to a state snapshot, before the shared prefix's end: the rest
+// is prefilled again, and the reply is still the same bits.
+TEST(PrefixCache, HybridRepliesAreTheSameBitsWithAndWithoutAHit) {
+  EXPECT_EQ(expect_same_bits_with_and_without_hits(test::fixtures() / "models" / "qwen35-tiny"), 7);
+}
+
+TEST(PrefixCache, AHybridSequenceKeepsWhatTruncateReturns) {
+  auto model = Model::load(test::fixtures() / "models" / "qwen35-tiny", {.threads = 1});
+  const auto a = ids(100, 30);
+  Sequence s(*model, 256);
+  for (auto part : {std::span(a).first(20), std::span(a).subspan(20)}) {  // snapshots at 20 and 30
+    BatchItem item{&s, part, false};
+    model->step({&item, 1});
+  }
+  ASSERT_TRUE(s.recurrent());
+  PrefixCache cache(64 << 20);
+  cache.put(std::move(s), a);
+  auto hit = cache.take(concat(ids(100, 25), {7, 8}));  // 25 shared: back to the snapshot at 20
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->kept, 20);
+  EXPECT_EQ(hit->sequence.length(), 20);
+  EXPECT_EQ(cache.stats().cached_tokens, 20u);
 }
 
 TEST(ServeCli, BadCacheMbIsOneLineAndNonZero) {
