@@ -26,9 +26,9 @@ std::vector<const KernelTable*> simd_tables() {
 }
 
 // The tables whose bf16 weights' products round x to bf16 first: the reference then takes x so
-// rounded.
+// rounded. Each table is named only where the CPU has it: building one runs its instructions.
 bool rounds_x(const KernelTable* kt, DType dtype) {
-  return dtype == DType::bf16 &&
+  return dtype == DType::bf16 && cpu_supports("avx512-bf16") &&
          (kt == &avx512_bf16_kernels() || (cpu_supports("amx") && kt == &amx_bf16_kernels()));
 }
 
