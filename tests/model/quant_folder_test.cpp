@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/json_file.h"
+#include "io/safetensors.h"
+#include "ops/kernels.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
 #include "qwen3/quantize.h"
@@ -54,6 +56,33 @@ TEST(QuantFolder, LoadsWithTheLogitsOfLoadTimeQuantization) {
     EXPECT_EQ(logits(*mapped), logits(*converted));  // bit-identical
     auto base = Model::load(c.model, {.threads = 2});
     EXPECT_LT(mapped->weight_bytes(), base->weight_bytes());
+    fs::remove_all(out);
+  }
+}
+
+// The property behind the bit-identical logits above, on every kernel set, whatever this CPU's:
+// a float tensor copied as it is sits at its source address modulo the kernels' lead period, so
+// it gets the same lead. (qwen3-tiny's embeddings start 56 bytes past a line in the source.)
+TEST(QuantFolder, KeptTensorsKeepTheirPlaceModuloTheLeadPeriod) {
+  for (const Case& c :
+       {Case{test::tiny_model(), "q4", true}, Case{test::untied_model(), "q8", true},
+        Case{test::untied_model(), "q4", false}}) {
+    SCOPED_TRACE(c.model.filename().string() + " " + c.quant + (c.keep_head ? " keep-head" : ""));
+    const fs::path out = scratch(c.quant);
+    quantize_model(c.model, out, {parse_weight_quant(c.quant), c.keep_head});
+    const auto source = io::SafetensorsArchive::open(c.model);
+    const auto written = io::SafetensorsArchive::open(out);
+    int kept = 0;
+    for (const auto& [name, t] : written.tensors()) {
+      const io::TensorView* from = source.find(name);
+      ASSERT_NE(from, nullptr) << name;
+      if (t.dtype != from->dtype) continue;
+      ++kept;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % ops::kLeadPeriod,
+                reinterpret_cast<uintptr_t>(from->data) % ops::kLeadPeriod)
+          << name;
+    }
+    EXPECT_GT(kept, 0);
     fs::remove_all(out);
   }
 }
