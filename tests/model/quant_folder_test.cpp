@@ -43,7 +43,8 @@ struct Case {
 TEST(QuantFolder, LoadsWithTheLogitsOfLoadTimeQuantization) {
   for (const Case& c :
        {Case{test::tiny_model(), "q8", false}, Case{test::tiny_model(), "q4", true},
-        Case{test::untied_model(), "q8", true}, Case{test::untied_model(), "q4", false}}) {
+        Case{test::untied_model(), "q8", true}, Case{test::untied_model(), "q4", false},
+        Case{test::fixtures() / "models" / "qwen35-tiny", "q4", true}}) {
     SCOPED_TRACE(c.model.filename().string() + " " + c.quant + (c.keep_head ? " keep-head" : ""));
     const fs::path out = scratch(c.quant);
     quantize_model(c.model, out, {parse_weight_quant(c.quant), c.keep_head});
@@ -73,7 +74,8 @@ TEST(QuantFolder, LoadsWithTheLogitsOfLoadTimeQuantization) {
 TEST(QuantFolder, KeptTensorsKeepTheirPlaceModuloTheLeadPeriod) {
   for (const Case& c :
        {Case{test::tiny_model(), "q4", true}, Case{test::untied_model(), "q8", true},
-        Case{test::untied_model(), "q4", false}}) {
+        Case{test::untied_model(), "q4", false},
+        Case{test::fixtures() / "models" / "qwen35-tiny", "q8", true}}) {
     SCOPED_TRACE(c.model.filename().string() + " " + c.quant + (c.keep_head ? " keep-head" : ""));
     const fs::path out = scratch(c.quant);
     quantize_model(c.model, out, {parse_weight_quant(c.quant), c.keep_head});
@@ -81,9 +83,8 @@ TEST(QuantFolder, KeptTensorsKeepTheirPlaceModuloTheLeadPeriod) {
     const auto written = io::SafetensorsArchive::open(out);
     int kept = 0;
     for (const auto& [name, t] : written.tensors()) {
-      const io::TensorView* from = source.find(name);
-      ASSERT_NE(from, nullptr) << name;
-      if (t.dtype != from->dtype) continue;
+      const io::TensorView* from = source.find(name);  // none for a packed expert's slice
+      if (!from || t.dtype != from->dtype) continue;
       ++kept;
       EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data) % ops::kLeadPeriod,
                 reinterpret_cast<uintptr_t>(from->data) % ops::kLeadPeriod)
