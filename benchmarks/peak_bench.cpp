@@ -1,6 +1,7 @@
-// The roofline the products are judged against: one core's peak of 512-bit multiply-adds, from
-// independent chains (more than latency x issue width), nothing loaded. Arg 0: vfmadd231ps, what
-// the exact default multiplies bf16 weights with once widened; 1: vdpbf16ps (--activations bf16).
+// The roofline the products are judged against: one core's peak of multiply-adds, from
+// independent chains (more than latency x issue width), nothing loaded. Arg 0: 512-bit
+// vfmadd231ps, what the exact default multiplies bf16 weights with once widened; 1: vdpbf16ps
+// (--activations bf16); 2: 256-bit vfmadd231ps, the same for the AVX2 kernels.
 // GFLOP/s counts 2 per multiply-add, as BM_Matmul does; run it with `taskset -c N` on each core.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -29,24 +30,40 @@ template <bool kBf16>
   return sum;
 }
 
+// The same chains 256 bits wide, for AVX2 + FMA CPUs.
+[[gnu::target("avx2,fma")]] float peak_avx2(int64_t steps) {
+  __m256 acc[kChains];
+  for (auto& a : acc) a = _mm256_set1_ps(1e-3f);
+  const __m256 b = _mm256_set1_ps(0.999f), c = _mm256_set1_ps(1e-6f);
+  for (int64_t s = 0; s < steps; ++s)
+#pragma GCC unroll 12
+    for (auto& a : acc) a = _mm256_fmadd_ps(a, b, c);
+  float lanes[kChains * 8], sum = 0;
+  for (int i = 0; i < kChains; ++i) _mm256_storeu_ps(lanes + 8 * i, acc[i]);
+  for (float v : lanes) sum += v;
+  return sum;
+}
+
 void BM_PeakFlops(benchmark::State& state) {
-  const bool bf16 = state.range(0) == 1;
-  if (!cpu_supports(bf16 ? "avx512-bf16" : "avx512"))
+  const int kind = int(state.range(0));
+  if (!cpu_supports(kind == 0 ? "avx512" : kind == 1 ? "avx512-bf16" : "avx2"))
     return state.SkipWithError("isa not on this CPU");
   constexpr int64_t kSteps = 1 << 20;
   for (auto _ : state) {
     int64_t steps = kSteps;
     benchmark::DoNotOptimize(steps);  // else the pure call is hoisted out of the loop
-    benchmark::DoNotOptimize(bf16 ? peak<true>(steps) : peak<false>(steps));
+    benchmark::DoNotOptimize(kind == 0   ? peak<false>(steps)
+                             : kind == 1 ? peak<true>(steps)
+                                         : peak_avx2(steps));
   }
-  const double per_instruction =
-      bf16 ? 2 * 32 : 2 * 16;  // multiply-adds of one zmm instruction, x 2
+  // multiply-adds of one instruction, x 2
+  const double per_instruction = kind == 0 ? 2 * 16 : kind == 1 ? 2 * 32 : 2 * 8;
   state.counters["GFLOP/s"] =
       benchmark::Counter(per_instruction * kChains * kSteps * state.iterations(),
                          benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-  state.SetLabel(bf16 ? "vdpbf16ps" : "vfmadd231ps");
+  state.SetLabel(kind == 0 ? "vfmadd231ps zmm" : kind == 1 ? "vdpbf16ps" : "vfmadd231ps ymm");
 }
-BENCHMARK(BM_PeakFlops)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PeakFlops)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace qwen3::ops

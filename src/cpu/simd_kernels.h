@@ -74,6 +74,7 @@ constexpr size_t kL2PrefetchBytes = size_t(16) << 10;
 template <class S, class W>
 int lead_for(const void* w, int K) {
   constexpr int ks = k_step<S, W>();
+  static_assert(ops::kLeadPeriod % (ks * sizeof_w<W>()) == 0, "a chunk longer than kLeadPeriod");
   const auto at = reinterpret_cast<uintptr_t>(w);
   if (std::is_same_v<W, F16> || K % ks || at % 4) return 0;
   return int(at % (ks * sizeof_w<W>()) / sizeof_w<W>());

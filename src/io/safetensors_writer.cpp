@@ -29,15 +29,27 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
                        const nlohmann::json& metadata,
                        const std::function<const void*(size_t i)>& data) {
   nlohmann::json header = {{"__metadata__", metadata}};
+  std::vector<uint64_t> begin(tensors.size());
   uint64_t offset = 0;
-  for (const TensorToWrite& t : tensors) {
+  bool placed = false;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorToWrite& t = tensors[i];
+    if (t.place >= 0) {
+      const uint64_t place = uint64_t(t.place) % kPlacePeriod;
+      offset += (place + kPlacePeriod - offset % kPlacePeriod) % kPlacePeriod;
+      placed = true;
+    }
+    begin[i] = offset;
     header[t.name] = {{"dtype", safetensors_dtype(t.dtype)},
                       {"shape", t.shape},
                       {"data_offsets", {offset, offset + t.bytes()}}};
     offset += t.bytes();
   }
   std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // keeps the data 8-byte aligned
+  // Spaces pad the header so the data starts 8-byte aligned, or where tensors are placed on a
+  // multiple of the period, so that a place in the data is the same place in the file.
+  const uint64_t align = placed ? kPlacePeriod : 8;
+  text.append((align - (8 + text.size()) % align) % align, ' ');
   const auto partial = std::filesystem::path(path.string() + ".partial");
   {
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
@@ -46,8 +58,13 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Tens
     for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(text.data(), std::streamsize(text.size()));
-    for (size_t i = 0; i < tensors.size(); ++i)
+    const std::vector<char> zeros(kPlacePeriod);
+    uint64_t at = 0;  // in the data
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      out.write(zeros.data(), std::streamsize(begin[i] - at));
       out.write(static_cast<const char*>(data(i)), std::streamsize(tensors[i].bytes()));
+      at = begin[i] + tensors[i].bytes();
+    }
     if (!out.flush()) throw Error(ErrorKind::io, partial.string() + ": write failed (disk full?)");
   }
   std::filesystem::rename(partial, path);

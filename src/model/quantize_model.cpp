@@ -15,11 +15,14 @@
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
 #include "model/weights.h"
+#include "ops/kernels.h"
 #include "ops/ops.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
 
 namespace qwen3 {
+
+static_assert(io::kPlacePeriod % ops::kLeadPeriod == 0, "a kept place keeps the lead");
 
 namespace {
 
@@ -42,11 +45,9 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
                 out_dir.string() + ": the output folder must differ from the model folder");
 
   // The model's own list of tensors, with the same choice of matrices as quantize_weights at load
-  // time, so both give identical logits; written in the source's order, so float tensors kept as
-  // they are keep their alignment too (the kernels' lead: ops/kernels.h). Packed experts are
-  // written one matrix per expert, a layout the loader reads as well. Tensors the model does not
-  // read (a vision tower, an MTP head) are copied as they are; a tied lm_head.weight copy is left
-  // out.
+  // time, so both give identical logits. Packed experts are written one matrix per expert, a
+  // layout the loader reads as well. Tensors the model does not read (a vision tower, an MTP head)
+  // are copied as they are; a tied lm_head.weight copy is left out.
   ModelConfig c = config;
   read_checkpoint_layout(archive, c);
   std::map<std::string, TensorRole> roles;
@@ -68,6 +69,11 @@ void quantize_model(const std::filesystem::path& dir, const std::filesystem::pat
     if (!quantize) {
       plan.push_back({&t, t.dtype, 0});
       tensors.push_back({name, t.dtype, t.shape});
+      // A tensor kept as it is keeps its address modulo the kernels' lead period (mapped files
+      // start on a page): the lead, and so the order of each sum, is then the one load-time
+      // quantization reads the source with. Order alone keeps no place: the quantized matrices
+      // before it change size, and the header its length.
+      tensors.back().place = int(reinterpret_cast<uintptr_t>(t.data) % io::kPlacePeriod);
       total += t.nbytes;
       continue;
     }

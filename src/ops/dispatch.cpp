@@ -21,8 +21,8 @@ bool cpu_supports(std::string_view isa) {
 }
 
 const KernelTable& select_kernels(std::string_view isa, std::string_view activations) {
-  if (isa == "auto")
-    isa = cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "scalar";
+  const bool forced = isa != "auto";
+  if (!forced) isa = cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "scalar";
   if (isa != "amx" && isa != "avx512" && isa != "avx2" && isa != "scalar")
     throw Error(ErrorKind::invalid_argument,
                 "unknown isa \"" + std::string(isa) + "\" (auto, amx, avx512, avx2, scalar)");
@@ -33,11 +33,12 @@ const KernelTable& select_kernels(std::string_view isa, std::string_view activat
     throw Error(ErrorKind::unsupported, "this CPU does not support " + std::string(isa));
   if (isa == "amx") return activations == "bf16" ? amx_bf16_kernels() : amx_kernels();
   if (activations == "bf16") {
+    // Only a forced set is to blame: auto picked the CPU's widest, and it has no AVX512_BF16.
     if (isa != "avx512" || !cpu_supports("avx512-bf16"))
       throw Error(ErrorKind::unsupported,
                   "bf16 activations need AVX512_BF16, which " +
-                      (isa == "avx512" ? std::string("this CPU lacks")
-                                       : "--isa " + std::string(isa) + " does not use"));
+                      (isa == "avx512" || !forced ? std::string("this CPU lacks")
+                                                  : "--isa " + std::string(isa) + " does not use"));
     return avx512_bf16_kernels();
   }
   if (isa == "avx512") return avx512_kernels();

@@ -24,6 +24,11 @@ using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int l
 using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int32_t* xsum, int T,
                                    int K, const void* w, int N, int n0, int n1, float* y, int ldy);
 
+// Every table's lead for a matrix depends on its address modulo this only (the largest chunk a
+// kernel loads: 64 bytes on AVX-512, 32 on AVX2), so a copy of a matrix placed at the same address
+// modulo kLeadPeriod gives the same bits (qwen3 quantize --keep-head's float tensors).
+constexpr size_t kLeadPeriod = 64;
+
 struct KernelTable {
   const char* name;
   // Indexed by DType: f32, f16, bf16. Each reads x as prepare_x of its dtype writes it for the

@@ -85,6 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Param{"qwen3-tiny", "avx512"}, Param{"qwen3-tiny", "amx"},
                     Param{"qwen3-tiny-untied", "scalar"}, Param{"qwen3-tiny-untied", "avx2"},
                     Param{"qwen3-tiny-untied", "avx512"}, Param{"qwen3-tiny", "scalar", "f16"},
+                    Param{"qwen3-tiny", "avx2", "f16"}, Param{"qwen3-tiny-untied", "avx2", "f16"},
                     Param{"qwen3-tiny", "avx512", "f16"},
                     Param{"qwen3-tiny-untied", "avx512", "f16"}, Param{"qwen3moe-tiny", "scalar"},
                     Param{"qwen3moe-tiny", "avx2"}, Param{"qwen3moe-tiny", "avx512"},
