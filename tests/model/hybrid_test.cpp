@@ -143,9 +143,8 @@ TEST(HybridModel, QuantizedPackedExpertsMatchLoadTimeQuantization) {
   EXPECT_NE(split.find("model.language_model.layers.0.mlp.experts.7.down_proj.weight"), nullptr);
   EXPECT_EQ(split.find("model.language_model.layers.0.mlp.experts.gate_up_proj"), nullptr);
 
-  auto mapped = Model::load(dir / "q8", {.threads = 2, .isa = Isa::scalar});
-  auto converted =
-      Model::load(dir / "bf16", {.threads = 2, .isa = Isa::scalar, .quant = WeightQuant::q8});
+  auto mapped = Model::load(dir / "q8", {.threads = 2});
+  auto converted = Model::load(dir / "bf16", {.threads = 2, .quant = WeightQuant::q8});
   EXPECT_TRUE(converted->config().packed_experts);
   EXPECT_FALSE(mapped->config().packed_experts);
   EXPECT_EQ(mapped->weight_bytes(), converted->weight_bytes());
