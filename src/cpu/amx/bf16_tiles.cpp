@@ -10,18 +10,10 @@
 // FMA kernels. A column's sums depend on its own x and W row alone, chunk after chunk, never on
 // the tile it sits in: batching, threading and prompt length change no result. Exact mode then
 // adds a token's three columns in one fixed order.
-#include <cpuid.h>
-#include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <vector>
+#include "cpu/target.h"  // first: see there
+QWEN3_TARGET_AMX
 
 #include "cpu/avx512/avx512.h"
-#include "ops/kernels.h"
 
 namespace qwen3::cpu {
 

@@ -1,5 +1,6 @@
 // AVX2 + FMA instantiation of the SIMD kernels (8 float lanes, 16 registers).
-#include <immintrin.h>
+#include "cpu/target.h"  // first: see there
+QWEN3_TARGET_AVX2
 
 #include "cpu/make_table.h"
 

@@ -1,8 +1,7 @@
 // AVX2 instantiation of the integer kernels: half a row group per 256-bit vector, maddubs + madd, 4
 // tokens a tile.
-#include <immintrin.h>
-
-#include <cstring>
+#include "cpu/target.h"  // first: see there
+QWEN3_TARGET_AVX2
 
 #include "cpu/quant_kernels.h"
 

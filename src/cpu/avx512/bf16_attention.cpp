@@ -4,16 +4,11 @@
 // float kernels, and half the cache to read. The cache pairs neighbours as ops/key_layout.h says.
 // Every output takes the same steps whatever the tile (its pairs in order), so a query's results
 // do not depend on the rows it comes with.
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
+#include "cpu/target.h"  // first: see there
+QWEN3_TARGET_AVX512
 
 #include "cpu/avx512/avx512.h"
 #include "cpu/simd_kernels.h"
-#include "io/huge_page_buffer.h"
-#include "ops/kernels.h"
 
 namespace qwen3::cpu {
 

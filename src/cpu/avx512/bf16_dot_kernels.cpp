@@ -5,14 +5,11 @@
 // (lane i sums elements 32c + 2i and 32c + 2i + 1 for chunk c = 0, 1, ..., then one fixed
 // reduction of the lanes), so batching and threading still change no result. With a lead, W's
 // rows are read rotated, as the float kernels read them (simd_kernels.h).
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstdint>
+#include "cpu/target.h"  // first: see there
+QWEN3_TARGET_AVX512
 
 #include "cpu/avx512/avx512.h"
 #include "cpu/simd_kernels.h"
-#include "ops/kernels.h"
 
 namespace qwen3::cpu {
 

@@ -1,4 +1,7 @@
 // AVX-512 instantiation of the SIMD kernels.
+#include "cpu/target.h"  // first: see there
+QWEN3_TARGET_AVX512
+
 #include "cpu/avx512/avx512.h"
 #include "cpu/make_table.h"
 

@@ -1,8 +1,7 @@
 // AVX-512 instantiations of the integer kernels: a row group (16 outputs) per 512-bit vector, 8
 // tokens a tile; VNNI's dpbusd where the CPU has it, AVX512BW's maddubs + madd where it does not.
-#include <immintrin.h>
-
-#include <cstring>
+#include "cpu/target.h"  // first: see there
+QWEN3_TARGET_AVX512
 
 #include "cpu/quant_kernels.h"
 
