@@ -47,9 +47,8 @@ void read_dense(const Reader& r, ModelConfig& c) {
   c.layers.assign(c.num_hidden_layers, {Mixer::attention, FeedForward::mlp});
 }
 
-// HF: Qwen3MoeDecoderLayer.__init__: layer i is sparse iff it is not in mlp_only_layers,
-// num_experts > 0 and (i + 1) % decoder_sparse_step == 0; else a dense MLP of intermediate_size.
-void read_moe(const Reader& r, ModelConfig& c) {
+// The routed experts every MoE architecture has: how many, how many per token, their size.
+void read_experts(const Reader& r, ModelConfig& c) {
   c.num_experts = r.positive_int("num_experts");
   c.num_experts_per_tok = r.positive_int("num_experts_per_tok");
   c.moe_intermediate_size = r.positive_int("moe_intermediate_size");
@@ -57,6 +56,12 @@ void read_moe(const Reader& r, ModelConfig& c) {
     r.bad("num_experts_per_tok", "(" + std::to_string(c.num_experts_per_tok) +
                                      ") must not exceed num_experts (" +
                                      std::to_string(c.num_experts) + ")");
+}
+
+// HF: Qwen3MoeDecoderLayer.__init__: layer i is sparse iff it is not in mlp_only_layers,
+// num_experts > 0 and (i + 1) % decoder_sparse_step == 0; else a dense MLP of intermediate_size.
+void read_moe(const Reader& r, ModelConfig& c) {
+  read_experts(r, c);
   c.norm_topk_prob = r.boolean("norm_topk_prob", false);
   c.decoder_sparse_step =
       r.j.contains("decoder_sparse_step") ? r.positive_int("decoder_sparse_step") : 1;
@@ -137,14 +142,8 @@ void read_qwen35(const Reader& r, ModelConfig& c) {
 // HF: Qwen3_5MoeSparseMoeBlock: every layer routes to experts (the chosen probabilities always
 // renormalised) and adds a shared expert.
 void read_qwen35_moe(const Reader& r, ModelConfig& c) {
-  c.num_experts = r.positive_int("num_experts");
-  c.num_experts_per_tok = r.positive_int("num_experts_per_tok");
-  c.moe_intermediate_size = r.positive_int("moe_intermediate_size");
+  read_experts(r, c);
   c.shared_expert_intermediate_size = r.positive_int("shared_expert_intermediate_size");
-  if (c.num_experts_per_tok > c.num_experts)
-    r.bad("num_experts_per_tok", "(" + std::to_string(c.num_experts_per_tok) +
-                                     ") must not exceed num_experts (" +
-                                     std::to_string(c.num_experts) + ")");
   c.norm_topk_prob = true;
   read_hybrid(r, c, FeedForward::moe);
 }
