@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 #include "qwen3/grammar.h"
 #include "qwen3/model.h"
 #include "qwen3/sampler.h"
+#include "qwen3/speculative.h"
 #include "qwen3/tokenizer.h"
 
 namespace qwen3 {
@@ -50,14 +52,23 @@ class Generation {
   // Throws Error(context_overflow) when the prompt does not fit the sequence's context.
   Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vector<TokenId> prompt,
              GenerationOptions options);
+  ~Generation();
+
+  // Speculative decoding (qwen3/speculative.h): once the prompt is in, each step feeds the last
+  // token with up to `max_tokens` that `proposer` guesses, as many as pay off (DraftLength).
+  void speculate(std::unique_ptr<Proposer> proposer, int max_tokens);
+  const SpeculationStats* speculation() const;  // null without speculation
 
   // The tokens the next model step must consume for this request: the rest of the prompt, at
-  // most `chunk` of it, or the last sampled token. Empty once done().
+  // most `chunk` of it, or the last sampled token (and the drafts to check). Empty once done().
   std::span<const TokenId> next_input(int chunk = INT_MAX) const;
+  // The same as a batch item, with the logits, rewinding and hidden rows a speculative step needs.
+  BatchItem next_item(int chunk = INT_MAX);
 
-  // After the model consumed next_input(chunk) (`fed` tokens), with the logits of the last row.
-  // Returns the sampled token once the prompt is fully in.
-  std::optional<GeneratedToken> advance(int fed, std::span<const float> logits);
+  // After the model consumed next_input(chunk) (`fed` tokens), with its logits (of the last row,
+  // or of every row for a speculative step). Returns the tokens produced once the prompt is fully
+  // in: one, or with speculation the accepted drafts and one of the model's own.
+  std::vector<GeneratedToken> advance(int fed, std::span<const float> logits);
 
   // Ends the request early (client gone, Ctrl-C); flushes nothing.
   void cancel() { finish_ = FinishReason::length; }
@@ -71,6 +82,12 @@ class Generation {
   Sequence& sequence() { return sequence_; }
 
  private:
+  struct Speculation;
+  // Samples row `logits` (or checks `draft` against it) and records the token; `held` tokens are
+  // in the sequence before it.
+  GeneratedToken emit(std::span<const float> logits, int held, TokenId draft = -1);
+  std::vector<GeneratedToken> verify(std::span<const float> logits);
+  void propose();
   std::string take_safe_text(bool final);
 
   Sequence& sequence_;
@@ -84,6 +101,7 @@ class Generation {
   std::string held_;  // decoded text not yet emitted: it may be the start of a stop string
   std::string text_;  // everything emitted
   FinishReason finish_ = FinishReason::none;
+  std::unique_ptr<Speculation> spec_;
 };
 
 // Runs a generation alone to the end, calling `on_token` for each sampled token; returns the
@@ -92,10 +110,9 @@ template <class OnToken>
 FinishReason generate(Model& model, Generation& g, OnToken&& on_token, int chunk = 512) {
   std::vector<std::vector<float>> logits;
   while (!g.done()) {
-    auto input = g.next_input(chunk);
-    BatchItem item{&g.sequence(), input, false};
+    const BatchItem item = g.next_item(chunk);
     model.step({&item, 1}, logits);
-    if (auto token = g.advance(static_cast<int>(input.size()), logits[0])) on_token(*token);
+    for (auto& token : g.advance(static_cast<int>(item.tokens.size()), logits[0])) on_token(token);
   }
   return g.finish_reason();
 }

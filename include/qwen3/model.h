@@ -148,7 +148,11 @@ class Sequence {
   // returned length on again. Attention-only models keep exactly `length`.
   int truncate(int length);
   bool recurrent() const;  // whether truncate rewinds to snapshots (a hybrid model's sequence)
-  size_t bytes() const;    // state memory held: KV caches, recurrent states and their snapshots
+  int mtp_length() const;  // rows the multi-token-prediction head holds (Model::mtp_step)
+  // Whether both hold the same tokens' states in the model's layers, bit for bit: KV caches up to
+  // the length, recurrent states. (For tests of rewinding.)
+  bool same_state(const Sequence& other) const;
+  size_t bytes() const;  // state memory held: KV caches, recurrent states and their snapshots
 
   struct State;  // the model layer's (src/model/sequence_state.h)
 
@@ -162,6 +166,13 @@ struct BatchItem {
   Sequence* sequence = nullptr;
   std::span<const TokenId> tokens;
   bool all_logits = false;  // logits for every token, not just the last
+  // Speculative decoding's verification: keeps what Sequence::truncate needs to rewind exactly to
+  // any length within this step (a hybrid model's recurrent states after each token), until the
+  // sequence's next step.
+  bool rewindable = false;
+  // When set, receives the rows after the model's final norm, [tokens, hidden_size]: what its LM
+  // head reads and what Qwen3.5's multi-token-prediction head drafts from (Model::mtp_step).
+  std::vector<float>* hidden = nullptr;
 };
 
 // Receives named intermediates ("embed", "layers.3", "norm") as [rows, cols] float rows.
@@ -182,6 +193,9 @@ class Model {
   // Bytes of weights read per decoded token: every matrix of a dense model; of an MoE layer, the
   // router and num_experts_per_tok experts' matrices.
   uint64_t weight_bytes() const;
+  // The same for one token through the multi-token-prediction head (its layer and the LM head
+  // it shares); 0 without one.
+  uint64_t mtp_bytes() const;
   // GB/s of one plain read of those bytes on the model's threads, nothing computed: the bound a
   // decode step's weight reads answer to, measured on the very memory that holds them (a file's
   // pages in the page cache, or the huge pages it was read into) rather than on fresh memory.
@@ -192,13 +206,19 @@ class Model {
   const std::vector<std::string>& unread_tensors() const;
 
   // Qwen3.5's multi-token-prediction head, the draft of speculative decoding: from the main
-  // model's hidden states h_t after its final norm (the rows its LM head reads; the observer's
-  // "norm") and the tokens x_{t+1} that followed them, logits for x_{t+2}. The rows go through
-  // the head's own attention layer, whose KV cache the sequence holds beside the model's (row t
-  // at position t, the position of h_t). Throws Error(unsupported) without an mtp.* head.
-  //                                    next_tokens [n]; hidden [n, hidden_size] -> [n, vocab_size]
-  std::vector<float> mtp_step(Sequence& sequence, std::span<const TokenId> next_tokens,
-                              const float* hidden);
+  // model's hidden states h_t after its final norm (the rows its LM head reads: BatchItem::hidden)
+  // and the tokens x_{t+1} that followed them, logits for x_{t+2}. The rows go through the head's
+  // own attention layer, whose KV cache the sequence holds beside the model's (row t at position
+  // t, the position of h_t). Throws Error(unsupported) without an mtp.* head.
+  struct MtpRows {
+    int position = 0;  // of the first row; the head forgets its rows from here on (<= its length)
+    std::span<const TokenId> next_tokens;      // x_{t+1} of each row
+    const float* hidden = nullptr;             // h_t of each row, [rows, hidden_size]
+    bool all_logits = true;                    // logits of every row, else of the last
+    std::vector<float>* hidden_out = nullptr;  // the rows after the head's final norm, [rows,
+                                               // hidden_size]: the h a chained draft goes on from
+  };
+  std::vector<float> mtp_step(Sequence& sequence, const MtpRows& rows);
 
   // Advances every item's sequence by its tokens, all in one pass over the weights. Returns,
   // per item, logits [rows, vocab_size]: one row (the last token) or one per token.

@@ -48,6 +48,13 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history,
                  std::span<const uint64_t> allowed);
 
+  // Speculative decoding's accept/reject rule for a proposed token (Leviathan et al. 2023 with a
+  // deterministic draft): keeps `draft` with its probability p(draft) after every step above, else
+  // draws from p without it, renormalised. The token returned follows p exactly, as sample()'s
+  // does; greedy gives the argmax, whatever the draft.
+  int32_t verify(std::span<const float> logits, std::span<const int32_t> history,
+                 std::span<const uint64_t> allowed, int32_t draft);
+
   // The tokens a draw would choose from, after every step above, with their renormalised
   // probabilities, best first (ties: lower id first). Greedy gives the argmax with prob 1.
   std::vector<TokenProb> candidates(std::span<const float> logits,

@@ -29,6 +29,13 @@ void decay_and_beta(const GatedDeltaNetWeights& w, int T, int nv, float* a, floa
     }
 }
 
+// Which of the model's recurrent layers layer l is: its state's place in a snapshot.
+int recurrent_index(const ModelConfig& c, int l) {
+  return static_cast<int>(std::count_if(c.layers.begin(), c.layers.begin() + l, [](LayerKind k) {
+    return k.mixer == Mixer::gated_delta_net;
+  }));
+}
+
 }  // namespace
 
 void gated_delta_net_tensors(const ModelConfig& c, const std::string& prefix,
@@ -71,12 +78,24 @@ void gated_delta_net(Step& step, int l, const GatedDeltaNetWeights& w, const flo
                {w.in_proj_b, s.b.data()},
                {w.in_proj_a, s.a.data()}});
   // mixed_qkv = silu(conv1d(mixed_qkv)), each sequence continuing from its own last inputs
+  const int r = recurrent_index(c, l);
   for (size_t i = 0; i < step.batch.size(); ++i) {
     const size_t first = step.rows.item_begin[i];
-    RecurrentState& state = step.rows.states[i]->layer[l].rec;
-    ops::causal_conv1d_silu(step.rt, &s.mixed[first * C], C,
-                            static_cast<int>(step.batch[i].tokens.size()), C, w.conv1d.data(), K,
+    const int n = static_cast<int>(step.batch[i].tokens.size());
+    Sequence::State& seq = *step.rows.states[i];
+    RecurrentState& state = seq.layer[l].rec;
+    const std::vector<float> before(seq.step_states_valid ? state.conv : std::vector<float>());
+    ops::causal_conv1d_silu(step.rt, &s.mixed[first * C], C, n, C, w.conv1d.data(), K,
                             state.conv.data(), &s.conv[first * C]);
+    // A rewindable step's conv state after token t: inputs t + 1 ... t + K - 1 of the old state's
+    // K - 1 rows followed by the step's.
+    for (int t = 0; t < seq.step_states_valid; ++t)
+      for (int row = 0; row < K - 1; ++row) {
+        const int in = t + 1 + row;
+        const float* from =
+            in < K - 1 ? &before[size_t(in) * C] : &s.mixed[(first + in - (K - 1)) * C];
+        std::copy_n(from, C, &seq.step_states[t].layers[r].conv[size_t(row) * C]);
+      }
   }
   // query, key, value = split(mixed_qkv, [key_dim, key_dim, value_dim]); l2norm; query *= scale
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
@@ -88,11 +107,16 @@ void gated_delta_net(Step& step, int l, const GatedDeltaNetWeights& w, const flo
   }
   decay_and_beta(w, T, nv, s.a.data(), s.b.data());
   std::vector<ops::DeltaRuleItem> items;
+  std::vector<std::vector<float*>> history(step.batch.size());  // rewindable steps' state copies
   for (size_t i = 0; i < step.batch.size(); ++i) {
     const size_t first = step.rows.item_begin[i];
+    Sequence::State& seq = *step.rows.states[i];
+    for (int t = 0; t < seq.step_states_valid; ++t)
+      history[i].push_back(seq.step_states[t].layers[r].ssm.data());
     items.push_back({&s.q[first * key], &s.k[first * key], &s.v[first * value], &s.a[first * nv],
                      &s.b[first * nv], static_cast<int>(step.batch[i].tokens.size()),
-                     step.rows.states[i]->layer[l].rec.ssm.data(), &s.ctx[first * value]});
+                     seq.layer[l].rec.ssm.data(), &s.ctx[first * value],
+                     history[i].empty() ? nullptr : history[i].data()});
   }
   ops::gated_delta_rule(step.rt, items, nk, nv, dk, dv);
   // core_attn_out = self.norm(core_attn_out, z): RMSNorm over each value head, times silu(z)

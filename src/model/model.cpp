@@ -34,6 +34,11 @@ class Forward {
     }
     final_norm(s.x);
     if (observer) (*observer)("norm", s.x.data(), T, D);
+    for (size_t i = 0; i < step_.batch.size(); ++i)
+      if (std::vector<float>* hidden = step_.batch[i].hidden) {
+        const size_t first = step_.rows.item_begin[i] * size_t(D);
+        hidden->assign(s.x.begin() + first, s.x.begin() + first + step_.batch[i].tokens.size() * D);
+      }
     lm_head(s.x, logits);
     release_large_scratch();
   }
@@ -41,7 +46,8 @@ class Forward {
   // Qwen3.5's MTP head on the step's rows (the fixtures' semantics, as vLLM's qwen3_next_mtp):
   // fc over [pre_fc_norm_embedding(embed(x_{t+1})) | pre_fc_norm_hidden(h_t)], the head's
   // decoder layer (its KV cache: layer 0 of the rows' states), mtp.norm, the shared LM head.
-  void mtp(const float* hidden, std::vector<std::vector<float>>& logits) {
+  void mtp(const float* hidden, std::vector<float>* hidden_out,
+           std::vector<std::vector<float>>& logits) {
     const MtpWeights& m = w_.mtp;
     const int T = step_.rows.T, D = c_.hidden_size;
     const float eps = static_cast<float>(c_.rms_norm_eps);
@@ -60,6 +66,7 @@ class Forward {
     ops::matmul(step_.rt, s.mixed.data(), T, m.fc, s.x.data());
     block(m.layer, 0, s.x);
     ops::rms_norm(step_.rt, s.x.data(), m.norm.data(), eps, T, D, s.x.data());
+    if (hidden_out) hidden_out->assign(s.x.begin(), s.x.begin() + size_t(T) * D);
     lm_head(s.x, logits);
     release_large_scratch();
   }
@@ -248,6 +255,12 @@ uint64_t Model::weight_bytes() const {
   for (const ops::Matrix& m : impl_->per_token) n += m.bytes();
   return n;
 }
+uint64_t Model::mtp_bytes() const {
+  if (!config_.mtp_num_hidden_layers) return 0;
+  uint64_t n = 0;
+  for (const ops::Matrix& m : impl_->mtp_per_token) n += m.bytes();
+  return n;
+}
 double Model::read_speed() {
   const double bytes = static_cast<double>(weight_bytes());  // outside the timed read
   const auto t0 = std::chrono::steady_clock::now();
@@ -281,17 +294,20 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
       throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
     check_tokens(s, item.tokens, config_.vocab_size);
   }
-  for (auto& item : batch) add_rows(config_, *item.sequence->state_, item.tokens, rows);
+  for (auto& item : batch) {
+    Sequence::State& s = *item.sequence->state_;
+    s.prepare_step_states(static_cast<int>(item.tokens.size()), item.rewindable, config_);
+    add_rows(config_, s, item.tokens, rows);
+  }
   Forward(config_, *impl_, batch, rows).run(observer, logits);
   for (auto& item : batch) {
     Sequence::State& s = *item.sequence->state_;
     s.length += static_cast<int>(item.tokens.size());
-    s.snapshot_after_step(static_cast<int>(item.tokens.size()));
+    s.snapshot_after_step(static_cast<int>(item.tokens.size()), item.rewindable);
   }
 }
 
-std::vector<float> Model::mtp_step(Sequence& sequence, std::span<const TokenId> next_tokens,
-                                   const float* hidden) {
+std::vector<float> Model::mtp_step(Sequence& sequence, const MtpRows& in) {
   if (!config_.mtp_num_hidden_layers)
     throw Error(ErrorKind::unsupported,
                 name_ + " has no multi-token-prediction head (no mtp.* tensors)");
@@ -300,13 +316,19 @@ std::vector<float> Model::mtp_step(Sequence& sequence, std::span<const TokenId> 
     throw Error(ErrorKind::invalid_argument, "mtp_step: sequence was made for another model");
   if (!main.mtp) main.mtp = main.head_state();
   Sequence::State& s = *main.mtp;
-  check_tokens(s, next_tokens, config_.vocab_size);
+  if (in.position < 0 || in.position > s.length)
+    throw Error(ErrorKind::invalid_argument, "mtp_step: position " + std::to_string(in.position) +
+                                                 " is past the head's " + std::to_string(s.length) +
+                                                 " rows");
+  if (!in.hidden) throw Error(ErrorKind::invalid_argument, "mtp_step: no hidden rows");
+  s.length = in.position;
+  check_tokens(s, in.next_tokens, config_.vocab_size);
   StepRows rows;
-  add_rows(config_, s, next_tokens, rows);
-  const BatchItem item{&sequence, next_tokens, true};
+  add_rows(config_, s, in.next_tokens, rows);
+  const BatchItem item{&sequence, in.next_tokens, in.all_logits};
   std::vector<std::vector<float>> logits;
-  Forward(config_, *impl_, {&item, 1}, rows).mtp(hidden, logits);
-  s.length += static_cast<int>(next_tokens.size());
+  Forward(config_, *impl_, {&item, 1}, rows).mtp(in.hidden, in.hidden_out, logits);
+  s.length += static_cast<int>(in.next_tokens.size());
   return std::move(logits[0]);
 }
 

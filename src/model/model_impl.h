@@ -16,7 +16,8 @@ struct Model::Impl {
       : w(std::move(weights)),
         rt(std::move(runtime)),
         kv_cache(kv),
-        per_token(w.per_token_matrices(c)) {
+        per_token(w.per_token_matrices(c)),
+        mtp_per_token(w.per_token_matrices(c, true)) {
     prefaulting = std::thread([this] { prefault(per_token); });
   }
   ~Impl() { prefaulting.join(); }
@@ -25,7 +26,8 @@ struct Model::Impl {
   ops::RuntimePtr rt;
   DType kv_cache;                      // f32, f16 or bf16
   std::vector<ops::Matrix> per_token;  // what one decoded token reads (Weights::per_token_matrices)
-  std::vector<float> batch_logits;     // a batch's LM-head product, kept for the next decode step
+  std::vector<ops::Matrix> mtp_per_token;  // what one token of the MTP head reads (and the LM head)
+  std::vector<float> batch_logits;  // a batch's LM-head product, kept for the next decode step
   Scratch scratch;
   std::thread prefaulting;  // maps the weights' pages while the caller loads the tokenizer
 };

@@ -1,6 +1,7 @@
 // A sequence's per-layer state: KV caches that grow with the tokens they hold, up to the maximum
 // context, and the fixed-size states of recurrent layers with their snapshots.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "io/huge_page_buffer.h"
@@ -72,6 +73,43 @@ Sequence& Sequence::operator=(Sequence&&) noexcept = default;
 int Sequence::length() const { return state_->length; }
 int Sequence::max_context() const { return state_->max_context; }
 bool Sequence::recurrent() const { return state_->recurrent(); }
+int Sequence::mtp_length() const { return state_->mtp ? state_->mtp->length : 0; }
+
+namespace {
+
+// Every cached position's key and value, and every recurrent state, the same bits.
+bool same_layers(const Sequence::State& a, const Sequence::State& b) {
+  if (a.length != b.length || a.layer.size() != b.layer.size() || a.kv_dtype != b.kv_dtype ||
+      a.kv_heads != b.kv_heads || a.head_dim != b.head_dim)
+    return false;
+  const size_t element = row_bytes(a.kv_dtype, 1);
+  const auto same_element = [&](const detail::CacheBlock& x, int x_capacity,
+                                const detail::CacheBlock& y, int y_capacity, int g, size_t at) {
+    return std::memcmp(&x[(size_t(g) * x_capacity * a.head_dim + at) * element],
+                       &y[(size_t(g) * y_capacity * a.head_dim + at) * element], element) == 0;
+  };
+  for (size_t i = 0; i < a.layer.size(); ++i) {
+    const LayerState &x = a.layer[i], &y = b.layer[i];
+    if (x.mixer != y.mixer || x.rec != y.rec) return false;
+    if (x.mixer != Mixer::attention) continue;
+    for (int g = 0; g < a.kv_heads; ++g)
+      for (int p = 0; p < a.length; ++p)
+        for (int d = 0; d < a.head_dim; ++d) {
+          if (!same_element(x.kv.k, a.capacity, y.kv.k, b.capacity, g,
+                            ops::key_offset(a.kv_dtype, p, d, a.head_dim)) ||
+              !same_element(x.kv.v, a.capacity, y.kv.v, b.capacity, g,
+                            ops::value_offset(a.kv_dtype, p, d, a.head_dim)))
+            return false;
+        }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Sequence::same_state(const Sequence& other) const {
+  return same_layers(*state_, *other.state_);
+}
 
 int Sequence::truncate(int length) {
   State& s = *state_;
@@ -81,19 +119,25 @@ int Sequence::truncate(int length) {
                                                  std::to_string(length));
   if (s.mtp) s.mtp->length = std::min(s.mtp->length, length);
   if (!s.recurrent() || length == s.length) return s.length = length;
-  // Back to the newest snapshot at or before `length`, or to the start.
+  // Back to the newest state at or before `length`: of the last step's tokens, a snapshot, or the
+  // start.
+  while (s.step_states_valid > 0 && s.step_states[s.step_states_valid - 1].length > length)
+    --s.step_states_valid;
   while (!s.snapshots.empty() && s.snapshots.back().length > length) s.snapshots.pop_back();
+  const StateSnapshot* from = s.step_states_valid > 0 ? &s.step_states[s.step_states_valid - 1]
+                              : s.snapshots.empty()   ? nullptr
+                                                      : &s.snapshots.back();
   size_t r = 0;
   for (LayerState& l : s.layer) {
     if (l.mixer != Mixer::gated_delta_net) continue;
-    if (!s.snapshots.empty()) {
-      l.rec = s.snapshots.back().layers[r++];
+    if (from) {
+      l.rec = from->layers[r++];
     } else {
       std::fill(l.rec.conv.begin(), l.rec.conv.end(), 0.0f);
       std::fill(l.rec.ssm.begin(), l.rec.ssm.end(), 0.0f);
     }
   }
-  return s.length = s.snapshots.empty() ? 0 : s.snapshots.back().length;
+  return s.length = from ? from->length : 0;
 }
 
 std::unique_ptr<Sequence::State> Sequence::State::head_state() const {
@@ -112,9 +156,12 @@ bool Sequence::State::recurrent() const {
                      [](const LayerState& l) { return l.mixer == Mixer::gated_delta_net; });
 }
 
-void Sequence::State::snapshot_after_step(int tokens_fed) {
-  const bool prompt = tokens_fed > 1;
-  if (!recurrent() || (!prompt && length % kSnapshotInterval != 0)) return;
+void Sequence::State::snapshot_after_step(int tokens_fed, bool rewindable) {
+  // A rewindable step is speculative decoding's verification: decode, several tokens at a time.
+  const bool prompt = tokens_fed > 1 && !rewindable;
+  const bool interval_crossed =
+      length / kSnapshotInterval != (length - tokens_fed) / kSnapshotInterval;
+  if (!recurrent() || (!prompt && !interval_crossed)) return;
   // Two prompt ends (this turn's and the last) and the latest decode interval are what a next
   // request or chat turn rewinds to; each snapshot is every recurrent layer's state (megabytes).
   constexpr int kKeep[2] = {1, 2};  // [prompt]: how many of each kind are kept
@@ -125,6 +172,22 @@ void Sequence::State::snapshot_after_step(int tokens_fed) {
   const auto same_kind = [&](const StateSnapshot& x) { return x.prompt == prompt; };
   if (std::count_if(snapshots.begin(), snapshots.end(), same_kind) > kKeep[prompt])
     snapshots.erase(std::find_if(snapshots.begin(), snapshots.end(), same_kind));
+}
+
+void Sequence::State::prepare_step_states(int tokens, bool rewindable, const ModelConfig& c) {
+  step_states_valid = 0;
+  if (!rewindable || !recurrent()) return;
+  const int n = tokens - 1;
+  if (int(step_states.size()) < n) step_states.resize(n);
+  const int recurrent_layers =
+      static_cast<int>(std::count_if(layer.begin(), layer.end(), [](const LayerState& l) {
+        return l.mixer == Mixer::gated_delta_net;
+      }));
+  for (int t = 0; t < n; ++t) {
+    step_states[t].length = length + t + 1;
+    step_states[t].layers.resize(recurrent_layers, initial_recurrent_state(c));
+  }
+  step_states_valid = n;
 }
 
 void Sequence::State::reserve(int tokens) {
@@ -158,8 +221,9 @@ size_t Sequence::bytes() const {
     n += l.mixer == Mixer::attention
              ? size_t(s.capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2
              : recurrent_bytes(l.rec);
-  for (const StateSnapshot& snap : s.snapshots)
-    for (const RecurrentState& r : snap.layers) n += recurrent_bytes(r);
+  for (const auto* kind : {&s.snapshots, &s.step_states})
+    for (const StateSnapshot& snap : *kind)
+      for (const RecurrentState& r : snap.layers) n += recurrent_bytes(r);
   if (s.mtp) n += size_t(s.mtp->capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2;
   return n;
 }

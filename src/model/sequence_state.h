@@ -72,6 +72,11 @@ struct Sequence::State {
   int capacity = 0;  // positions each KV cache holds room for: a multiple of 16
   std::vector<LayerState> layer;
   std::vector<StateSnapshot> snapshots;  // oldest first; only for models with recurrent layers
+  // After a rewindable step (BatchItem::rewindable): the recurrent states after each of its tokens
+  // but the last, oldest first, so that truncate rewinds exactly within the step. The first
+  // `step_states_valid` are the latest step's; the memory stays for the next one.
+  std::vector<StateSnapshot> step_states;
+  int step_states_valid = 0;
   // The MTP head's KV cache (one attention layer, its own length), made at its first use.
   std::unique_ptr<State> mtp;
   std::unique_ptr<State> head_state() const;
@@ -82,7 +87,10 @@ struct Sequence::State {
   // After a step: keeps a snapshot of the recurrent states at the end of a prompt step (the end
   // of a chat turn's prompt, a prefix the next request shares) and every kSnapshotInterval
   // tokens of decode, within a fixed number of each (oldest dropped).
-  void snapshot_after_step(int tokens_fed);
+  void snapshot_after_step(int tokens_fed, bool rewindable);
+  // Before a step of `tokens`: drops the last step's per-token states, and when `rewindable` makes
+  // room for this one's (lengths length + 1 ... length + tokens - 1).
+  void prepare_step_states(int tokens, bool rewindable, const ModelConfig& c);
   static constexpr int kSnapshotInterval = 32;
 };
 

@@ -77,17 +77,18 @@ std::vector<TensorSpec> tensor_specs(const ModelConfig& c) {
   return specs;
 }
 
-std::vector<ops::Matrix> Weights::per_token_matrices(const ModelConfig& c) const {
+std::vector<ops::Matrix> Weights::per_token_matrices(const ModelConfig& c, bool mtp_head) const {
   std::vector<ops::Matrix> out;
   // The walk only reads a sized Weights: it hands out slots, and this binding only reads them.
   for_each_tensor(c, const_cast<Weights&>(*this), [&](const TensorSpec& spec, TensorSlot slot) {
-    if (spec.name.starts_with("mtp.")) return;               // the draft's, not the model's
+    if (spec.name.starts_with("mtp.") != mtp_head) return;   // the draft's, or the model's
     if (auto* packed = std::get_if<PackedExperts>(&slot)) {  // the first k experts' slices
       const size_t parts = packed->slices.size() / c.num_experts;
       for (size_t i = 0; i < parts * c.num_experts_per_tok; ++i) out.push_back(*packed->slices[i]);
       return;
     }
     const bool read = spec.role == TensorRole::matrix || spec.role == TensorRole::router ||
+                      spec.role == TensorRole::mtp_matrix ||
                       (spec.role == TensorRole::expert && spec.expert < c.num_experts_per_tok);
     if (read) out.push_back(*std::get<ops::Matrix*>(slot));
   });

@@ -25,8 +25,9 @@ struct Weights {
   std::vector<std::string> unread;
 
   // The matrices one decoded token reads: each layer's (of an MoE layer, the router and the first
-  // num_experts_per_tok experts, as many bytes as any token's choice), then the LM head.
-  std::vector<ops::Matrix> per_token_matrices(const ModelConfig& c) const;
+  // num_experts_per_tok experts, as many bytes as any token's choice), then the LM head; with
+  // mtp_head, those of one token through the multi-token-prediction head instead.
+  std::vector<ops::Matrix> per_token_matrices(const ModelConfig& c, bool mtp_head = false) const;
 };
 
 // Sizes w's layers (and their experts) for c.

@@ -374,6 +374,9 @@ void gated_delta_rule(Runtime& rt, std::span<const DeltaRuleItem> items, int key
                               it.q + (size_t(t) * key_heads + hk) * dk,
                               it.k + (size_t(t) * key_heads + hk) * dk, it.v + jt * dv,
                               std::exp(it.g[jt]), it.beta[jt], it.out + jt * dv);
+        if (it.history && t + 1 < it.n)
+          std::copy_n(it.state + size_t(j) * dk * dv, size_t(dk) * dv,
+                      it.history[t] + size_t(j) * dk * dv);
       }
     }
   });

@@ -148,6 +148,9 @@ struct DeltaRuleItem {
   int n;
   float* state;
   float* out;
+  // When set, history[t] receives the state after token t, for t < n - 1 (what speculative
+  // decoding rewinds to; the state after the last token is `state` itself).
+  float* const* history = nullptr;
 };
 void gated_delta_rule(Runtime& rt, std::span<const DeltaRuleItem> items, int key_heads,
                       int value_heads, int key_dim, int value_dim);

@@ -83,6 +83,25 @@ Generation::Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vect
   if (options_.max_tokens == 0) finish_ = FinishReason::length;
 }
 
+struct Generation::Speculation {
+  std::unique_ptr<Proposer> proposer;
+  DraftLength length;
+  SpeculationStats stats;
+  std::vector<TokenId> input;  // the next step's tokens: the last one sampled, then the drafts
+  std::vector<float>
+      hidden;  // the last step's rows after the final norm, when the proposer reads them
+};
+
+Generation::~Generation() = default;
+
+void Generation::speculate(std::unique_ptr<Proposer> proposer, int max_tokens) {
+  if (fed_ > 0) throw Error(ErrorKind::invalid_argument, "speculate: the generation has started");
+  const double cost = proposer->token_cost();
+  spec_.reset(new Speculation{std::move(proposer), DraftLength(max_tokens, cost), {}, {}, {}});
+}
+
+const SpeculationStats* Generation::speculation() const { return spec_ ? &spec_->stats : nullptr; }
+
 std::span<const TokenId> Generation::next_input(int chunk) const {
   if (done()) return {};
   if (fed_ < prompt_.size()) {
@@ -95,17 +114,88 @@ std::span<const TokenId> Generation::next_input(int chunk) const {
     return std::span<const TokenId>(prompt_).subspan(
         fed_, std::min(end - fed_, size_t(std::max(chunk, 1))));
   }
+  if (spec_) return spec_->input;
   return std::span<const TokenId>(&generated_.back(), 1);
 }
 
-std::optional<GeneratedToken> Generation::advance(int fed, std::span<const float> logits) {
-  if (fed_ < prompt_.size()) {
-    fed_ += fed;
-    if (fed_ < prompt_.size()) return std::nullopt;
+BatchItem Generation::next_item(int chunk) {
+  BatchItem item{&sequence_, next_input(chunk)};
+  if (spec_) {
+    const bool verifying = fed_ == prompt_.size();
+    item.all_logits = item.rewindable = verifying;
+    if (spec_->proposer->needs_hidden()) item.hidden = &spec_->hidden;
   }
+  return item;
+}
+
+std::vector<GeneratedToken> Generation::advance(int fed, std::span<const float> logits) {
+  if (fed_ < prompt_.size()) {
+    // A proposer that reads hidden rows sees the prompt's; tokens a cache held come without.
+    if (spec_ && !logits.empty())
+      spec_->proposer->consumed(sequence_.length() - fed,
+                                std::span<const TokenId>(prompt_).subspan(fed_, fed), fed,
+                                spec_->hidden);
+    fed_ += fed;
+    if (fed_ < prompt_.size()) return {};
+    std::vector<GeneratedToken> out{emit(logits, sequence_.length())};
+    if (spec_ && !done()) propose();
+    return out;
+  }
+  if (spec_) return verify(logits);
+  return {emit(logits, sequence_.length())};
+}
+
+// The rows of [last token, drafts...]: row i checks draft i + 1; the first rejected (or the row
+// past the last draft) gives the model's own token. The sequence then keeps the tokens that
+// produced a kept row, as if only they had been fed.
+std::vector<GeneratedToken> Generation::verify(std::span<const float> logits) {
+  Speculation& s = *spec_;
+  const int rows = static_cast<int>(s.input.size());
+  const size_t vocab = logits.size() / rows;
+  const int start = sequence_.length() - rows;
+  std::vector<GeneratedToken> out;
+  int accepted = 0;
+  for (int i = 0; i < rows; ++i) {
+    const TokenId draft = i + 1 < rows ? s.input[i + 1] : -1;
+    out.push_back(emit(logits.subspan(i * vocab, vocab), start + i + 1, draft));
+    if (out.back().id != draft) break;
+    ++accepted;
+    if (done()) break;
+  }
+  const int kept = static_cast<int>(out.size());
+  if (sequence_.truncate(start + kept) != start + kept)
+    throw Error(ErrorKind::invalid_argument, "speculation: the sequence could not rewind");
+  s.proposer->consumed(start, s.input, kept, s.hidden);
+  s.length.observe(rows - 1, accepted);
+  if (rows > 1) {
+    ++s.stats.steps;
+    s.stats.proposed += rows - 1;
+    s.stats.accepted += accepted;
+    s.stats.emitted += kept;
+  }
+  if (!done()) propose();
+  return out;
+}
+
+// The next step's input: the newest token and as many drafts as pay off, within max_tokens (a step
+// makes at most drafts + 1 tokens) and the context.
+void Generation::propose() {
+  Speculation& s = *spec_;
+  int k = s.length.next();
+  k = std::min(k, options_.max_tokens - static_cast<int>(generated_.size()) - 1);
+  k = std::min(k, sequence_.max_context() - sequence_.length() - 1);
+  s.input.assign(1, generated_.back());
+  if (k <= 0) return;
+  const auto drafts = s.proposer->propose(history_, k);
+  s.input.insert(s.input.end(), drafts.begin(),
+                 drafts.begin() + std::min(drafts.size(), size_t(k)));
+}
+
+GeneratedToken Generation::emit(std::span<const float> logits, int held, TokenId draft) {
   GeneratedToken out;
-  out.id = constraint_ ? sampler_.sample(logits, history_, constraint_->mask(logits.size()))
-                       : sampler_.sample(logits, history_);
+  const auto allowed = constraint_ ? constraint_->mask(logits.size()) : std::span<const uint64_t>();
+  out.id = draft >= 0 ? sampler_.verify(logits, history_, allowed, draft)
+                      : sampler_.sample(logits, history_, allowed);
   if (constraint_) constraint_->accept(out.id);
   // Log-probabilities are reported against the model's own distribution (as OpenAI does).
   if (options_.logprobs) out.logprob = static_cast<float>(logits[out.id] - logsumexp(logits));
@@ -119,8 +209,7 @@ std::optional<GeneratedToken> Generation::advance(int fed, std::span<const float
     finish_ = FinishReason::eos;
   } else {
     held_ += decoder_.push(out.id);
-    if (int(generated_.size()) >= options_.max_tokens ||
-        sequence_.length() >= sequence_.max_context())
+    if (int(generated_.size()) >= options_.max_tokens || held >= sequence_.max_context())
       finish_ = FinishReason::length;
   }
   out.text = take_safe_text(done());

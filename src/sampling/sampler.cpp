@@ -264,6 +264,27 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   return last;
 }
 
+int32_t Sampler::verify(std::span<const float> logits, std::span<const int32_t> history,
+                        std::span<const uint64_t> allowed, int32_t draft) {
+  if (params_.temperature == 0.0f) return sample(logits, history, allowed);
+  filter(logits, history, false, allowed);
+  if (kept_.size() == 1) return kept_[0];
+  const bool kept = std::find(kept_.begin(), kept_.end(), draft) != kept_.end();
+  const double p = kept ? work_[draft] : 0.0;
+  if (p > 0 && uniform(rng_) < p) return draft;
+  // The residual max(0, p - q) with q one-hot on the draft: p without it. Rounding leftovers fall
+  // to the last token with a weight, as in sample().
+  double r = uniform(rng_) * (1.0 - p);
+  int32_t last = -1;
+  for (int32_t id : kept_) {
+    if (id == draft || work_[id] <= 0) continue;
+    r -= work_[id];
+    last = id;
+    if (r < 0) return id;
+  }
+  return last >= 0 ? last : draft;
+}
+
 std::vector<TokenProb> top_probs(std::span<const float> logits, int k) {
   check_logits(logits);
   if (k <= 0) return {};

@@ -167,15 +167,17 @@ TEST(HybridModel, MtpRowsOneAtATimeGiveTheBitsOfAllAtOnce) {
   BatchItem item{&whole, ids, false};
   m->step({&item, 1}, &keep);
   const auto next = std::span<const TokenId>(ids).subspan(1);
-  const auto all = m->mtp_step(whole, next, hidden.data());
+  const auto all = m->mtp_step(whole, {.next_tokens = next, .hidden = hidden.data()});
   ASSERT_EQ(all.size(), next.size() * V);
   for (size_t t = 0; t < next.size(); ++t)
-    EXPECT_EQ(m->mtp_step(rows, next.subspan(t, 1), &hidden[t * D]),
+    EXPECT_EQ(m->mtp_step(rows, {.position = static_cast<int>(t),
+                                 .next_tokens = next.subspan(t, 1),
+                                 .hidden = &hidden[t * D]}),
               std::vector<float>(all.begin() + t * V, all.begin() + (t + 1) * V))
         << "row " << t;
   auto dense = Model::load(test::tiny_model());
   Sequence s(*dense);
-  EXPECT_THROW(dense->mtp_step(s, next, hidden.data()), Error);
+  EXPECT_THROW(dense->mtp_step(s, {.next_tokens = next, .hidden = hidden.data()}), Error);
 }
 
 TEST(HybridModel, PromptsKeepASnapshotBeforeTheirLastTokens) {

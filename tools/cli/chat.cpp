@@ -14,6 +14,7 @@
 #include "cli/load_flags.h"
 #include "cli/model_path.h"
 #include "cli/sampling_flags.h"
+#include "cli/spec_flags.h"
 #include "qwen3/chat.h"
 #include "qwen3/generation.h"
 #include "qwen3/reasoning.h"
@@ -93,6 +94,7 @@ void add_chat_command(CLI::App& app) {
     SamplingFlags sampling;
     int ctx = 8192;
     LoadFlags load;
+    SpecFlags spec;
     bool no_think = false, hide_think = false, verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -111,11 +113,14 @@ void add_chat_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   a->load.add_to(*cmd);
-  cmd->add_flag("-v,--verbose", a->verbose, "Print each turn's prompt token ids and cache reuse");
+  a->spec.add_to(*cmd);
+  cmd->add_flag("-v,--verbose", a->verbose,
+                "Print each turn's prompt token ids, cache reuse and speculation");
   cmd->callback([a] {
     const auto dir = resolve_model(a->model);
     auto model = Model::load(dir, a->load.options);
     auto tokenizer = Tokenizer::load(dir);
+    a->spec.load(*model, tokenizer, a->load.options);
     auto tmpl = ChatTemplate::load(dir);
     const bool tty_in = isatty(0), colour = isatty(1);
     const GenerationOptions options = a->sampling.options(dir, model->config());
@@ -152,6 +157,7 @@ void add_chat_command(CLI::App& app) {
                      ids.size() - reused);
       }
       Generation g(seq, tokenizer, std::vector<TokenId>(ids.begin() + reused, ids.end()), options);
+      a->spec.attach(g, *model, seq);
       // A few tokens show whether the template itself wrote "<think>\n" at the end.
       const auto tail = std::span<const TokenId>(ids).last(std::min<size_t>(ids.size(), 8));
       ReplyPrinter printer(colour, a->hide_think, thinking,
@@ -167,6 +173,8 @@ void add_chat_command(CLI::App& app) {
         std::fprintf(stderr, "[%s%d tokens in %.2f s, %.1f tok/s]\n",
                      interrupted ? "stopped: " : "", g.completion_tokens(), s,
                      g.completion_tokens() / s);
+      if (a->verbose && g.speculation())
+        std::fprintf(stderr, "[%s]\n", speculation_summary(*g.speculation()).c_str());
       messages.push_back(printer.message());
       cached = ids;
       const auto& gen = g.generated();  // all but the last sampled token went through the model

@@ -7,13 +7,14 @@
 #include "cli/json_input.h"
 #include "cli/load_flags.h"
 #include "cli/model_path.h"
+#include "cli/spec_flags.h"
 #include "cli/verify_chat.h"
 #include "cli/verify_model.h"
 #include "cli/verify_tokenizer.h"
 #include "qwen3/chat.h"
 #include "qwen3/error.h"
+#include "qwen3/generation.h"
 #include "qwen3/model.h"
-#include "qwen3/sampler.h"
 #include "qwen3/tokenizer.h"
 
 namespace qwen3::cli {
@@ -47,6 +48,7 @@ void add_generate_command(CLI::App& app) {
     std::string model, ids;
     int n = 20;
     LoadFlags load;
+    SpecFlags spec;
   };
   auto args = std::make_shared<Args>();
   auto* cmd =
@@ -57,21 +59,27 @@ void add_generate_command(CLI::App& app) {
       ->required();
   cmd->add_option("-n,--max-tokens", args->n, "Tokens to generate")->check(CLI::NonNegativeNumber);
   args->load.add_to(*cmd);
+  args->spec.add_to(*cmd);
   cmd->callback([args] {
     auto prompt = parse_ids(args->ids);
-    auto model = Model::load(resolve_model(args->model), args->load.options);
-    Sequence seq(*model,
-                 std::min<int>(model->config().max_position_embeddings, prompt.size() + args->n));
-    std::vector<TokenId> next = prompt;
-    std::vector<std::vector<float>> step_logits;
-    for (int i = 0; i < args->n; ++i) {
-      BatchItem item{&seq, next, false};
-      model->step({&item, 1}, step_logits);
-      const TokenId id = argmax(step_logits[0]);
-      std::printf(i ? ",%d" : "%d", id);
+    const auto dir = resolve_model(args->model);
+    auto model = Model::load(dir, args->load.options);
+    const auto tokenizer = Tokenizer::load(dir);
+    args->spec.load(*model, tokenizer, args->load.options);
+    // Every one of the n tokens, eos or not: greedy ids out, nothing decoded or stopped.
+    GenerationOptions options;
+    options.sampling.temperature = 0;
+    options.max_tokens = args->n;
+    Sequence seq(*model, std::min<int>(model->config().max_position_embeddings,
+                                       prompt.size() + args->n + 1));
+    Generation g(seq, tokenizer, prompt, options);
+    args->spec.attach(g, *model, seq);
+    bool first = true;
+    generate(*model, g, [&](const GeneratedToken& t) {
+      std::printf(first ? "%d" : ",%d", t.id);
       std::fflush(stdout);
-      next.assign(1, id);
-    }
+      first = false;
+    });
     std::printf("\n");
   });
 }

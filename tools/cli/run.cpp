@@ -16,6 +16,7 @@
 #include "cli/measure.h"
 #include "cli/model_path.h"
 #include "cli/sampling_flags.h"
+#include "cli/spec_flags.h"
 #include "qwen3/chat.h"
 #include "qwen3/error.h"
 #include "qwen3/generation.h"
@@ -76,6 +77,7 @@ void add_run_command(CLI::App& app) {
   struct Args {
     std::string model, prompt, grammar_file, schema_file;
     SamplingFlags sampling;
+    SpecFlags spec;
     int show_probs = 0, ctx = 4096;
     LoadFlags load;
     bool chat = false, no_think = false, verbose = false;
@@ -106,6 +108,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::ExistingFile)
       ->excludes(grammar);
   a->load.add_to(*cmd);
+  a->spec.add_to(*cmd);
   cmd->add_flag("-v,--verbose", a->verbose, "Print the sampling settings and prompt token ids");
   cmd->callback([a] {
     if (a->prompt == "-") a->prompt.assign(std::istreambuf_iterator<char>(std::cin), {});
@@ -115,6 +118,7 @@ void add_run_command(CLI::App& app) {
     auto tokenizer_loading = std::async(std::launch::async, [&] { return Tokenizer::load(dir); });
     auto model = Model::load(dir, a->load.options);
     auto tokenizer = tokenizer_loading.get();
+    a->spec.load(*model, tokenizer, a->load.options);
     const double load_s = seconds_since(t_load);
     GenerationOptions options = a->sampling.options(dir, model->config());
     options.top_logprobs = a->show_probs;
@@ -140,7 +144,10 @@ void add_run_command(CLI::App& app) {
     Sequence seq(*model, std::min(a->ctx, model->config().max_position_embeddings));
     Generation g(seq, tokenizer, ids,
                  options);  // checks the prompt fits before anything is printed
+    a->spec.attach(g, *model, seq);
     std::fprintf(stderr, "Model:  %s\n", model->config().summary(model->name()).c_str());
+    if (a->spec.options.enabled())
+      std::fprintf(stderr, "Speculative decoding: %s\n", a->spec.describe().c_str());
     std::fprintf(stderr, "Prompt: %s\n", a->prompt.c_str());
     if (a->verbose) {
       std::fprintf(stderr, "        %zu tokens:", ids.size());
@@ -190,6 +197,8 @@ void add_run_command(CLI::App& app) {
                  "decode %d tokens %.3f s (%.1f tok/s) | total %.3f s\n",
                  load_s, p, first_s * 1e3, p / first_s, n > 1 ? n - 1 : 0, decode_s,
                  n > 1 ? (n - 1) / decode_s : 0.0, load_s + total_s);
+    if (const SpeculationStats* spec = g.speculation())
+      std::fprintf(stderr, "%s\n", speculation_summary(*spec).c_str());
     std::fprintf(stderr, "Memory:  peak RSS %.2f GB, %s %.1f MB\n", peak_rss_bytes() / 1e9,
                  seq.recurrent() ? "KV caches, recurrent states and snapshots" : "KV cache",
                  seq.bytes() / 1e6);

@@ -135,8 +135,8 @@ ModelCaseResult verify_mtp_case(Model& model, const nlohmann::json& c, double to
   BatchItem item{&seq, prompt, false};
   model.step({&item, 1}, &keep);
   // Row t pairs h_t with x_{t+1}: rows 0 .. T-2.
-  const auto logits =
-      model.mtp_step(seq, std::span<const TokenId>(prompt).subspan(1), hidden.data());
+  const auto logits = model.mtp_step(
+      seq, {.next_tokens = std::span<const TokenId>(prompt).subspan(1), .hidden = hidden.data()});
   for (const auto& p : c.at("positions")) {
     const int t = p.at("t").get<int>();
     if (t < 0 || t + 1 >= static_cast<int>(prompt.size()))

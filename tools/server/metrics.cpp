@@ -46,6 +46,14 @@ void Metrics::prefix_cache(const PrefixCacheStats& stats, size_t budget_bytes) {
   cache_budget_ = budget_bytes;
 }
 
+void Metrics::speculation(const SpeculationStats& stats) {
+  std::lock_guard lock(mutex_);
+  spec_.steps += stats.steps;
+  spec_.proposed += stats.proposed;
+  spec_.accepted += stats.accepted;
+  spec_.emitted += stats.emitted;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mutex_);
   const auto now = Clock::now();
@@ -101,6 +109,15 @@ std::string Metrics::render() const {
   out << "qwen3_prefix_cache_bytes " << cache_.bytes << '\n';
   metric("qwen3_prefix_cache_budget_bytes", "gauge", "The prefix cache's budget (--cache-mb)");
   out << "qwen3_prefix_cache_budget_bytes " << cache_budget_ << '\n';
+  metric("qwen3_spec_steps_total", "counter", "Speculative verification steps (--spec)");
+  out << "qwen3_spec_steps_total " << spec_.steps << '\n';
+  metric("qwen3_spec_draft_tokens_total", "counter", "Draft tokens checked");
+  out << "qwen3_spec_draft_tokens_total " << spec_.proposed << '\n';
+  metric("qwen3_spec_accepted_tokens_total", "counter", "Draft tokens accepted");
+  out << "qwen3_spec_accepted_tokens_total " << spec_.accepted << '\n';
+  metric("qwen3_spec_emitted_tokens_total", "counter",
+         "Tokens produced by verification steps (accepted drafts and one of the model's each)");
+  out << "qwen3_spec_emitted_tokens_total " << spec_.emitted << '\n';
   return out.str();
 }
 

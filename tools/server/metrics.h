@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "qwen3/speculative.h"
 #include "server/prefix_cache.h"
 
 namespace qwen3::server {
@@ -22,6 +23,7 @@ class Metrics {
   void queued(size_t requests);      // waiting for a slot
   void active(size_t requests);      // being generated
   void prefix_cache(const PrefixCacheStats& stats, size_t budget_bytes);
+  void speculation(const SpeculationStats& stats);  // a finished generation's totals
   std::string render() const;
 
  private:
@@ -38,6 +40,7 @@ class Metrics {
   mutable std::deque<std::pair<Clock::time_point, int>> recent_;  // (step end, tokens)
   size_t queued_ = 0, active_ = 0;
   PrefixCacheStats cache_;
+  SpeculationStats spec_;
   size_t cache_budget_ = 0;
 };
 

@@ -48,10 +48,15 @@ bool Job::finish_if_cancelled() {
 
 // A running request. The Sequence comes first: the Generation holds a reference to it.
 struct Scheduler::Active {
-  Active(const Model& model, const Tokenizer& tokenizer, int context, std::shared_ptr<Job> j)
+  Active(Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options,
+         std::shared_ptr<Job> j)
       : job(std::move(j)),
-        sequence(model, context),
-        generation(sequence, tokenizer, job->prompt_, job->options_) {}
+        sequence(model, options.context),
+        generation(sequence, tokenizer, job->prompt_, job->options_) {
+    if (options.spec.enabled())
+      generation.speculate(make_proposer(options.spec, model, sequence, options.draft),
+                           options.spec.tokens);
+  }
   std::shared_ptr<Job> job;
   Sequence sequence;
   Generation generation;
@@ -61,6 +66,7 @@ struct Scheduler::Active {
 
   void finish(Metrics& metrics) {
     metrics.finished(generation.prompt_tokens(), generation.completion_tokens());
+    if (const SpeculationStats* spec = generation.speculation()) metrics.speculation(*spec);
     job->finish(generation.finish_reason(), generation.prompt_tokens(),
                 generation.completion_tokens(), cached_tokens);
   }
@@ -108,7 +114,7 @@ void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
     queue_.pop_front();
     if (job->finish_if_cancelled()) continue;
     try {
-      auto a = std::make_unique<Active>(model_, tokenizer_, options_.context, job);
+      auto a = std::make_unique<Active>(model_, tokenizer_, options_, job);
       if (a->generation.done()) {  // max_tokens 0
         a->finish(metrics_);
         continue;
@@ -148,8 +154,7 @@ void Scheduler::retire(Active& a) {
 
 void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   std::vector<BatchItem> batch;
-  for (auto& a : active)
-    batch.push_back({&a->sequence, a->generation.next_input(options_.chunk), false});
+  for (auto& a : active) batch.push_back(a->generation.next_item(options_.chunk));
   try {
     model_.step(batch, logits_);
   } catch (const std::exception& e) {
@@ -160,9 +165,9 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   int generated = 0;
   for (size_t i = 0; i < active.size(); ++i) {
     Active& a = *active[i];
-    std::optional<GeneratedToken> token;
+    std::vector<GeneratedToken> tokens;
     try {
-      token = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits_[i]);
+      tokens = a.generation.advance(static_cast<int>(batch[i].tokens.size()), logits_[i]);
     } catch (
         const std::exception& e) {  // this request alone fails (a grammar no token can continue)
       a.generation.cancel();
@@ -171,14 +176,14 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
       a.failed = true;
       continue;
     }
-    if (!token) continue;
-    ++generated;
+    if (tokens.empty()) continue;
+    generated += static_cast<int>(tokens.size());
     if (a.first_token) {
       metrics_.first_token(
           std::chrono::duration<double>(Job::Clock::now() - a.job->arrived_).count());
       a.first_token = false;
     }
-    a.job->push(std::move(*token));
+    for (auto& token : tokens) a.job->push(std::move(token));
     if (a.generation.done()) a.finish(metrics_);
   }
   std::erase_if(active, [&](auto& a) {

@@ -13,6 +13,7 @@
 
 #include "qwen3/generation.h"
 #include "qwen3/model.h"
+#include "qwen3/speculative.h"
 #include "qwen3/tokenizer.h"
 #include "server/metrics.h"
 #include "server/prefix_cache.h"
@@ -25,6 +26,10 @@ struct SchedulerOptions {
   size_t max_queue = 64;  // requests waiting for a slot before 429s
   int chunk = 256;  // prompt tokens per request per step, so long prompts don't stall decoding
   size_t cache_bytes = 0;  // the prefix cache's budget for finished requests' sequences; 0 = off
+  // Speculative decoding for every request (--spec): its proposer, and the draft model when it
+  // is one (the server keeps it alive).
+  SpeculativeOptions spec;
+  Model* draft = nullptr;
 };
 
 // One request's channel between the HTTP thread waiting on it and the scheduler running it.

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/load_flags.h"
 #include "cli/model_path.h"
+#include "cli/spec_flags.h"
 #include "qwen3/chat.h"
 #include "qwen3/error.h"
 #include "qwen3/generation.h"
@@ -64,6 +65,7 @@ void add_serve_command(CLI::App& app) {
     std::string model, name, cache_mb;
     int ctx = 4096;
     cli::LoadFlags load;
+    cli::SpecFlags spec;
     server::SchedulerOptions scheduler;
     server::HttpOptions http;
   };
@@ -97,6 +99,7 @@ void add_serve_command(CLI::App& app) {
                   "Seconds before a request is ended (finish_reason length)")
       ->check(CLI::PositiveNumber);
   args->load.add_to(*cmd);
+  args->spec.add_to(*cmd);
   cmd->callback([args] {
     // A client that hangs up mid-write must fail that write, not kill the server.
     std::signal(SIGPIPE, SIG_IGN);
@@ -104,6 +107,7 @@ void add_serve_command(CLI::App& app) {
     const auto dir = cli::resolve_model(args->model);
     auto model = Model::load(dir, args->load.options);
     auto tokenizer = Tokenizer::load(dir);
+    args->spec.load(*model, tokenizer, args->load.options);
     auto chat = ChatTemplate::load(dir);
     server::ServedModel served;
     served.name = args->name.empty() ? model->name() : args->name;
@@ -119,16 +123,19 @@ void add_serve_command(CLI::App& app) {
     served.tool_syntax = server::tool_syntax_of_template(chat.source());
     args->scheduler.context = served.context;
     args->scheduler.cache_bytes = cache_bytes.value_or(default_cache_bytes());
+    args->scheduler.spec = args->spec.options;
+    args->scheduler.draft = args->spec.draft.get();
     // Each streaming client holds a connection thread; waiting ones and a few spare too.
     args->http.threads =
         args->scheduler.max_seqs + static_cast<int>(args->scheduler.max_queue) + 16;
 
     server::Metrics metrics;
     server::Scheduler scheduler(*model, tokenizer, args->scheduler, metrics);
-    std::fprintf(stderr,
-                 "qwen3 serve: %s, %d x %d-token sequences, %s kernels, prefix cache %zu MiB\n",
-                 served.name.c_str(), args->scheduler.max_seqs, served.context, model->isa(),
-                 args->scheduler.cache_bytes >> 20);
+    std::fprintf(
+        stderr, "qwen3 serve: %s, %d x %d-token sequences, %s kernels, prefix cache %zu MiB%s%s\n",
+        served.name.c_str(), args->scheduler.max_seqs, served.context, model->isa(),
+        args->scheduler.cache_bytes >> 20, args->spec.options.enabled() ? ", speculation: " : "",
+        args->spec.describe().c_str());
     server::serve_http(args->http, served, scheduler, metrics);
   });
 }

@@ -1,0 +1,99 @@
+// Speculative decoding: a proposer guesses the tokens that come next, the model checks them all in
+// one step (K + 1 rows cost about one pass over the weights, as one token does), and the
+// generation keeps the longest run the model agrees with, plus one token of its own. Exact: greedy
+// output is the same tokens as without speculation, and sampled output follows the same
+// distribution (Sampler::verify's accept/reject rule).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qwen3/model.h"
+#include "qwen3/tokenizer.h"
+
+namespace qwen3 {
+
+// Guesses continuations for one generation. Proposals are deterministic (a draft's most likely
+// token, or a copy from earlier text), which is what Sampler::verify's rule assumes.
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // Up to `k` tokens to follow `context`: every token so far, prompt and generated; the model has
+  // been fed all but the last. Fewer (or none) when it has no good guess.
+  virtual std::vector<TokenId> propose(std::span<const TokenId> context, int k) = 0;
+  // The model consumed `tokens` at positions from `position` on and kept the first `kept` (the
+  // others were rejected drafts); `hidden` holds their rows after the final norm when
+  // needs_hidden(), else is empty.
+  virtual void consumed(int /*position*/, std::span<const TokenId> /*tokens*/, int /*kept*/,
+                        std::span<const float> /*hidden*/) {}
+  virtual bool needs_hidden() const { return false; }
+  // What drafting one token costs, as a fraction of one decode step of the model: how K is chosen.
+  virtual double token_cost() const = 0;
+  virtual const char* name() const = 0;
+};
+
+// Prompt lookup: the tokens that followed the latest earlier occurrence of the longest suffix of
+// the context (min_ngram to max_ngram tokens long) that occurred before. No weights.
+std::unique_ptr<Proposer> ngram_proposer(int min_ngram = 2, int max_ngram = 4);
+// Qwen3.5's multi-token-prediction head (mtp.*), chained for more than one token, with its own KV
+// cache kept in `sequence` beside the model's. Throws Error(unsupported) without one.
+std::unique_ptr<Proposer> mtp_proposer(Model& model, Sequence& sequence);
+// A smaller model with the same vocabulary, decoding greedily on its own sequence of up to
+// `max_context` tokens. Throws Error(invalid_argument) when its vocabulary is not the model's.
+std::unique_ptr<Proposer> draft_proposer(Model& draft, const Model& model, int max_context);
+
+// How many tokens to propose: as many as pay for themselves, from the acceptance seen so far.
+// With acceptance p per token, K drafts give (1 - p^(K+1)) / (1 - p) tokens a step for a step
+// that costs 1 + K (row cost + draft cost); K = 0 (plain decode) when no K gains, with a probe of
+// K = 1 every few steps so that a proposer that becomes good again is noticed.
+class DraftLength {
+ public:
+  DraftLength(int max_tokens, double token_cost);
+  int next();                                // K for the next step, 0 .. max_tokens
+  void observe(int proposed, int accepted);  // a step's outcome
+  double acceptance() const;
+
+  // A verification step's cost per row beyond the first, as a fraction of a decode step: about the
+  // cost of the extra multiply-adds where a decode step is bound by reading the weights (measured
+  // by `qwen3 bench --spec-tokens`).
+  static constexpr double kRowCost = 0.04;
+
+ private:
+  int max_tokens_;
+  double token_cost_;
+  double accepted_ = 1, trials_ = 2;  // a prior of p = 0.5, decaying as steps come in
+  int plain_steps_ = 0;
+};
+
+// Totals over a generation, for `run` and the server's /metrics.
+struct SpeculationStats {
+  int steps = 0;     // verification steps
+  int proposed = 0;  // draft tokens checked
+  int accepted = 0;  // of them, kept
+  int emitted = 0;   // tokens produced by verification steps (accepted + one of the model's each)
+};
+
+// `--spec` on the command line and in the server: "ngram", "mtp", or a draft model's folder; with
+// up to `tokens` drafts a step (1 .. 16).
+struct SpeculativeOptions {
+  std::string kind;  // "" = off
+  int tokens = 4;
+  void validate() const;  // throws Error(invalid_argument) naming the value
+  bool enabled() const { return !kind.empty(); }
+};
+
+// Loads a draft model for `model` from a folder, with the options' threads and kernels. Throws
+// Error(invalid_argument) when its tokenizer is not `tokenizer` (another vocabulary, or the same
+// size with other pieces).
+std::unique_ptr<Model> load_draft_model(const std::filesystem::path& dir, const Model& model,
+                                        const Tokenizer& tokenizer, const LoadOptions& options);
+
+// A proposer for options.kind ("ngram", "mtp" or a draft model loaded as `draft`, which the
+// caller keeps alive): the one construction every front end shares.
+std::unique_ptr<Proposer> make_proposer(const SpeculativeOptions& options, Model& model,
+                                        Sequence& sequence, Model* draft);
+
+}  // namespace qwen3

@@ -1,0 +1,58 @@
+// Choosing how many tokens to propose, and making the proposer a front end asked for.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "qwen3/error.h"
+#include "qwen3/speculative.h"
+
+namespace qwen3 {
+
+DraftLength::DraftLength(int max_tokens, double token_cost)
+    : max_tokens_(max_tokens), token_cost_(token_cost) {}
+
+double DraftLength::acceptance() const { return accepted_ / trials_; }
+
+int DraftLength::next() {
+  const double p = std::min(acceptance(), 0.999);
+  int best = 0;
+  double best_rate = 1.0;  // plain decode: one token per step of cost 1
+  for (int k = 1; k <= max_tokens_; ++k) {
+    const double tokens = (1 - std::pow(p, k + 1)) / (1 - p);
+    const double rate = tokens / (1 + k * (kRowCost + token_cost_));
+    if (rate > best_rate) best = k, best_rate = rate;
+  }
+  // Plain steps probe now and then, so that acceptance that recovers is seen.
+  constexpr int kProbeEvery = 16;
+  if (best == 0 && ++plain_steps_ % kProbeEvery == 0) return std::min(1, max_tokens_);
+  return best;
+}
+
+void DraftLength::observe(int proposed, int accepted) {
+  if (proposed == 0) return;
+  // Each draft is a trial until the first rejection; older steps weigh less.
+  constexpr double kDecay = 0.9;
+  accepted_ = kDecay * accepted_ + accepted;
+  trials_ = kDecay * trials_ + accepted + (accepted < proposed ? 1 : 0);
+}
+
+void SpeculativeOptions::validate() const {
+  constexpr int kMaxTokens = 16;
+  if (tokens < 1 || tokens > kMaxTokens)
+    throw Error(ErrorKind::invalid_argument, "--spec-tokens must be between 1 and " +
+                                                 std::to_string(kMaxTokens) + ", got " +
+                                                 std::to_string(tokens));
+}
+
+std::unique_ptr<Proposer> make_proposer(const SpeculativeOptions& options, Model& model,
+                                        Sequence& sequence, Model* draft) {
+  options.validate();
+  if (options.kind == "ngram") return ngram_proposer();
+  if (options.kind == "mtp") return mtp_proposer(model, sequence);
+  if (!draft)
+    throw Error(ErrorKind::invalid_argument,
+                "--spec " + options.kind + ": a draft model folder needs its model loaded");
+  return draft_proposer(*draft, model, sequence.max_context());
+}
+
+}  // namespace qwen3
