@@ -6,13 +6,17 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/bench_stats.h"
+#include "bench/spec_bench.h"
 #include "cli/commands.h"
 #include "cli/load_flags.h"
 #include "cli/measure.h"
 #include "cli/model_path.h"
+#include "qwen3/error.h"
 #include "qwen3/model.h"
 #include "qwen3/sampler.h"
 
@@ -20,32 +24,12 @@ namespace qwen3::cli {
 
 namespace {
 
-struct Stats {
-  double mean = 0, sd = 0, median = 0;
-};
-
-Stats stats(std::vector<double> v) {
-  Stats s;
-  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
-  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
-  s.sd = v.size() > 1 ? std::sqrt(s.sd / (v.size() - 1)) : 0;
-  std::sort(v.begin(), v.end());
-  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  return s;
-}
-
-std::vector<TokenId> tokens(int n, int vocab) {
-  std::vector<TokenId> ids(n);
-  for (int i = 0; i < n; ++i) ids[i] = (i * 7919 + 13) % vocab;
-  return ids;
-}
-
 // A sequence with room for `room` more tokens after `depth` already prefilled (untimed): the
 // context a test starts from, as llama-bench's -d.
 Sequence at_depth(Model& m, int depth, int room) {
   Sequence s(m, depth + room);
   if (depth > 0) {
-    auto ids = tokens(depth, m.config().vocab_size);
+    auto ids = bench_tokens(depth, m.config().vocab_size);
     BatchItem item{&s, ids, false};
     m.step({&item, 1});
   }
@@ -56,7 +40,7 @@ Sequence at_depth(Model& m, int depth, int room) {
 // rest cut off first: a test's repetitions reuse its sequence's cache, as llama-bench reuses its
 // context, so the cache's first-touch page faults (slow in a VM) fall in the warm-up run.
 double prefill_seconds(Model& m, Sequence& s, int n, int depth) {
-  auto ids = tokens(n, m.config().vocab_size);
+  auto ids = bench_tokens(n, m.config().vocab_size);
   s.truncate(depth);
   BatchItem item{&s, ids, false};
   auto t0 = Clock::now();
@@ -92,7 +76,8 @@ void add_bench_command(CLI::App& app) {
     std::vector<int> prompts = {16, 128, 512};
     std::vector<int> threads = {0}, batches = {1};
     int gen = 128, reps = 5, depth = 0;
-    bool json = false;
+    bool json = false, spec_copy = false;
+    SpecFlags spec;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -128,10 +113,19 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   a->load.add_to(*cmd, false);
+  a->spec.add_to(*cmd);
+  cmd->add_flag("--spec-copy", a->spec_copy,
+                "With --spec: the model re-types a 1,000-token prompt (its choice forced to the "
+                "text, as a model that copies would choose), the workload prompt lookup is for")
+      ->needs("--spec");
   cmd->add_flag("--json", a->json, "Print one JSON object instead of a table");
   cmd->callback([a] {
     nlohmann::json report = {{"tests", nlohmann::json::array()}};
     const auto dir = resolve_model(a->model);
+    if (a->spec.options.enabled() && a->gen == 0)
+      throw Error(ErrorKind::invalid_argument, "--spec needs tokens to decode (-n > 0)");
+    std::optional<Tokenizer> tokenizer;  // speculation's runs decode through Generation
+    if (a->spec.options.enabled()) tokenizer.emplace(Tokenizer::load(dir));
     for (int threads : a->threads) {
       auto t0 = Clock::now();
       LoadOptions options = a->load.options;
@@ -244,6 +238,11 @@ void add_bench_command(CLI::App& app) {
         }
         if (!a->json) std::printf("%s", speedups.c_str());
         sequence_bytes = seqs.front().front().bytes();
+      }
+      if (tokenizer) {
+        a->spec.load(*model, *tokenizer, options);
+        bench_speculation(*model, *tokenizer, a->spec, {a->gen, a->reps, a->spec_copy}, report,
+                          a->json);
       }
       // KV caches of the attention layers only, and a hybrid model's fixed recurrent states.
       report["sequence_state_mb"] = sequence_bytes / 1e6;

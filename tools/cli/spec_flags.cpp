@@ -9,20 +9,21 @@
 namespace qwen3::cli {
 
 void SpecFlags::add_to(CLI::App& cmd) {
-  auto* spec = cmd.add_option(
+  cmd.add_option(
       "--spec", options.kind,
       "Speculative decoding (exact: the same output as without): ngram (copy what followed the "
       "same tokens earlier in the text), mtp (Qwen3.5's multi-token-prediction head), or a draft "
       "model's folder or Hub id with the same tokenizer");
-  cmd.add_option("--spec-tokens", options.tokens,
-                 "With --spec: the most tokens proposed a step (1..16; fewer while acceptance is "
-                 "low)")
-      ->capture_default_str()
-      ->needs(spec);
+  tokens = cmd.add_option("--spec-tokens", options.tokens,
+                          "With --spec: the most tokens proposed a step (1..16; fewer while "
+                          "acceptance is low)")
+               ->capture_default_str();
 }
 
 void SpecFlags::load(const Model& model, const Tokenizer& tokenizer,
                      const LoadOptions& load_options) {
+  if (!options.enabled() && tokens->count())
+    throw Error(ErrorKind::invalid_argument, "--spec-tokens needs --spec");
   if (!options.enabled()) return;
   options.validate();
   if (options.kind == "mtp" && !model.config().mtp_num_hidden_layers)

@@ -12,11 +12,13 @@ namespace qwen3::cli {
 
 struct SpecFlags {
   SpeculativeOptions options;
-  std::unique_ptr<Model> draft;  // --spec DIR's model, once loaded
+  std::unique_ptr<Model> draft;   // --spec DIR's model, once loaded
+  CLI::Option* tokens = nullptr;  // --spec-tokens, to refuse it without --spec
 
   void add_to(CLI::App& cmd);
   // Loads --spec DIR's model with the model's kernels and threads, checking its tokenizer; and
-  // --spec mtp's head is checked to exist. Call once the model is loaded.
+  // --spec mtp's head is checked to exist; --spec-tokens without --spec is refused. Call once the
+  // model is loaded.
   void load(const Model& model, const Tokenizer& tokenizer, const LoadOptions& load_options);
   // Puts g on speculation when --spec was given.
   void attach(Generation& g, Model& model, Sequence& sequence);
