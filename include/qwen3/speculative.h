@@ -48,7 +48,8 @@ std::unique_ptr<Proposer> draft_proposer(Model& draft, const Model& model, int m
 // How many tokens to propose: as many as pay for themselves, from the acceptance seen so far.
 // With acceptance p per token, K drafts give (1 - p^(K+1)) / (1 - p) tokens a step for a step
 // that costs 1 + K (row cost + draft cost); K = 0 (plain decode) when no K gains, with a probe of
-// K = 1 every few steps so that a proposer that becomes good again is noticed.
+// K = 1 after 16 plain steps (32, 64, ... 256 after probes that failed) so that a proposer that
+// becomes good again is noticed.
 class DraftLength {
  public:
   DraftLength(int max_tokens, double token_cost);
@@ -65,7 +66,8 @@ class DraftLength {
   int max_tokens_;
   double token_cost_;
   double accepted_ = 1, trials_ = 2;  // a prior of p = 0.5, decaying as steps come in
-  int plain_steps_ = 0;
+  int plain_steps_ = 0, probe_interval_ = 16;
+  bool probing_ = false;
 };
 
 // Totals over a generation, for `run` and the server's /metrics.

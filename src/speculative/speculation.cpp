@@ -22,14 +22,24 @@ int DraftLength::next() {
     const double rate = tokens / (1 + k * (kRowCost + token_cost_));
     if (rate > best_rate) best = k, best_rate = rate;
   }
-  // Plain steps probe now and then, so that acceptance that recovers is seen.
-  constexpr int kProbeEvery = 16;
-  if (best == 0 && ++plain_steps_ % kProbeEvery == 0) return std::min(1, max_tokens_);
+  // Plain steps probe now and then, so that acceptance that recovers is seen; each probe that
+  // fails doubles the wait for the next (a draft model's probe also catches it up on the tokens
+  // since its last one), so a proposer that is never right costs little.
+  if (best == 0 && ++plain_steps_ >= probe_interval_) {
+    plain_steps_ = 0;
+    probing_ = true;
+    return std::min(1, max_tokens_);
+  }
   return best;
 }
 
 void DraftLength::observe(int proposed, int accepted) {
   if (proposed == 0) return;
+  if (probing_) {
+    constexpr int kFirstProbe = 16, kLastProbe = 256;
+    probe_interval_ = accepted > 0 ? kFirstProbe : std::min(2 * probe_interval_, kLastProbe);
+    probing_ = false;
+  }
   // Each draft is a trial until the first rejection; older steps weigh less.
   constexpr double kDecay = 0.9;
   accepted_ = kDecay * accepted_ + accepted;

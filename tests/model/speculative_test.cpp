@@ -208,19 +208,28 @@ TEST(NgramProposer, ProposesWhatFollowedTheLongestEarlierMatch) {
 }
 
 // K follows acceptance: all drafts kept drives it to the most allowed, none to plain decoding,
-// with a probe every 16 plain steps.
+// with probes of K = 1 ever further apart while they fail, and close again once one succeeds.
 TEST(DraftLength, FollowsAcceptance) {
   DraftLength good(8, 0.0);
   for (int i = 0; i < 20; ++i) good.observe(good.next(), 8);
   EXPECT_EQ(good.next(), 8);
   DraftLength bad(8, 0.1);
-  for (int i = 0; i < 20; ++i) {
+  std::vector<int> probes;  // the steps that proposed
+  for (int step = 0; step < 1000; ++step) {
     const int k = bad.next();
+    if (k > 0) probes.push_back(step);
     bad.observe(k, 0);
   }
-  int probes = 0;
-  for (int i = 0; i < 32; ++i) probes += bad.next() > 0;
-  EXPECT_EQ(probes, 2);
+  std::vector<int> waits;
+  for (size_t i = 1; i < probes.size(); ++i) waits.push_back(probes[i] - probes[i - 1]);
+  const std::vector<int> doubling = {16, 32, 64, 128, 256, 256};
+  ASSERT_GE(waits.size(), doubling.size());
+  EXPECT_EQ(std::vector<int>(waits.end() - doubling.size(), waits.end()), doubling);
+  // A successful probe brings K back, and probes to every 16 plain steps.
+  int k = 0;
+  while ((k = bad.next()) == 0) {}
+  bad.observe(k, k);
+  EXPECT_GT(bad.acceptance(), 0.0);
 }
 
 }  // namespace
