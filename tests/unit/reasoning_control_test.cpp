@@ -7,6 +7,7 @@
 
 #include "qwen3/error.h"
 #include "qwen3/generation.h"
+#include "qwen3/grammar.h"
 #include "qwen3/reasoning_control.h"
 #include "test_paths.h"
 
@@ -253,6 +254,45 @@ TEST(ReasoningControl, GenerationClosesTheThinkBlockWithinTheBudget) {
     EXPECT_LE(reasoning, limit + 6);
     EXPECT_FALSE(g.reasoning()->thinking());
     EXPECT_GT(out.end() - at, 3) << "the answer follows";
+  }
+}
+
+// With a grammar after the reasoning: the forced </think> starts it, the blank line goes where
+// the grammar takes leading white space and is dropped where it does not.
+TEST(ReasoningControl, ABudgetClosedBlockHandsOverToTheGrammar) {
+  auto model = Model::load(test::tiny_model(), {.threads = 1});
+  const Tokenizer tokenizer = Tokenizer::load(test::tiny_model());
+  auto vocabulary = std::make_shared<const TokenVocabulary>(tokenizer);
+  const auto prompt =
+      tokenizer.encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n");
+  const auto schema = nlohmann::ordered_json::parse(
+      R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+          "additionalProperties": false})");
+  for (const std::string& text : {json_schema_grammar(schema), std::string("root ::= \"ok\"")}) {
+    GenerationOptions o;
+    o.sampling.temperature = 1;
+    o.sampling.seed = 5;
+    o.max_tokens = 200;
+    o.eos = {tokenizer.token_id("<|im_end|>")};
+    o.grammar =
+        GrammarConstraint{std::make_shared<const TokenGrammar>(Grammar::parse(text), vocabulary),
+                          GrammarConstraint::Reasoning::open, tokenizer.token_id("<think>"),
+                          tokenizer.token_id("</think>")};
+    o.reasoning = ReasoningOptions{.thinking_budget = 4};
+    Sequence seq(*model);
+    Generation g(seq, tokenizer, prompt, o);
+    generate(*model, g, [](const GeneratedToken&) {});
+    ASSERT_EQ(g.finish_reason(), FinishReason::eos) << g.text();
+    const size_t close = g.text().find("</think>");
+    ASSERT_NE(close, std::string::npos) << g.text();
+    EXPECT_LE(g.reasoning()->reasoning_tokens(), 4 + ReasoningOptions().grace_tokens);
+    const std::string answer = g.text().substr(close + 8);
+    if (text.starts_with("root")) {
+      EXPECT_EQ(answer, "ok") << "no room for the blank line";
+    } else {
+      EXPECT_TRUE(answer.starts_with("\n\n")) << answer;
+      EXPECT_TRUE(nlohmann::json::parse(answer)["ok"].is_boolean()) << answer;
+    }
   }
 }
 
