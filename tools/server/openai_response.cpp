@@ -182,11 +182,14 @@ std::vector<json> Reply::on_finish(FinishReason reason, Usage usage,
 }
 
 json Reply::usage_json() const {
-  return {{"prompt_tokens", usage_.prompt_tokens},
-          {"completion_tokens", usage_.completion_tokens},
-          {"total_tokens", usage_.prompt_tokens + usage_.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", usage_.cached_tokens}}},
-          {"completion_tokens_details", {{"reasoning_tokens", usage_.reasoning_tokens}}}};
+  json usage = {{"prompt_tokens", usage_.prompt_tokens},
+                {"completion_tokens", usage_.completion_tokens},
+                {"total_tokens", usage_.prompt_tokens + usage_.completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", usage_.cached_tokens}}}};
+  // Completions have no reasoning: their prompt is raw text, with no think block to track.
+  if (request_.endpoint == Endpoint::chat)
+    usage["completion_tokens_details"] = {{"reasoning_tokens", usage_.reasoning_tokens}};
+  return usage;
 }
 
 // This server's extension beside finish_reason (which stays OpenAI's): what the thinking budget
