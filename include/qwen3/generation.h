@@ -12,6 +12,7 @@
 
 #include "qwen3/grammar.h"
 #include "qwen3/model.h"
+#include "qwen3/reasoning_control.h"
 #include "qwen3/sampler.h"
 #include "qwen3/speculative.h"
 #include "qwen3/tokenizer.h"
@@ -29,6 +30,8 @@ struct GenerationOptions {
   // Constrained decoding: every sampled token keeps the output inside this grammar (after the
   // reasoning, when it says so), and the eos tokens may come only once it is complete.
   std::optional<GrammarConstraint> grammar;
+  // Thinking budget and loop guard (qwen3/reasoning_control.h); also counts reasoning tokens.
+  std::optional<ReasoningOptions> reasoning;
   void validate() const;  // throws Error(invalid_argument)
 };
 
@@ -80,6 +83,8 @@ class Generation {
   const std::vector<TokenId>& generated() const { return generated_; }
   std::string text() const { return text_; }  // all text emitted so far
   Sequence& sequence() { return sequence_; }
+  // The reasoning controller (options.reasoning given), with its events and reasoning tokens.
+  const ReasoningController* reasoning() const { return reasoning_ ? &*reasoning_ : nullptr; }
 
  private:
   struct Speculation;
@@ -95,6 +100,7 @@ class Generation {
   GenerationOptions options_;
   Sampler sampler_;
   std::optional<TokenConstraint> constraint_;
+  std::optional<ReasoningController> reasoning_;
   StreamDecoder decoder_;
   std::vector<TokenId> prompt_, generated_, history_;
   size_t fed_ = 0;

@@ -61,6 +61,8 @@ class Sampler {
                                     std::span<const int32_t> history);
 
   const SamplingParams& params() const { return params_; }
+  // Changes the presence penalty between draws (the loop guard's remedy); validated as above.
+  void set_presence_penalty(float penalty);
 
  private:
   // Fills kept_ (ids; best first when `best_first` or when top_k/top_p truncate) and work_ (their

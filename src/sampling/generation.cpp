@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qwen3/error.h"
+#include "qwen3/reasoning.h"
 
 namespace qwen3 {
 
@@ -26,6 +27,7 @@ void GenerationOptions::validate() const {
   if (grammar && eos.empty())
     throw Error(ErrorKind::invalid_argument,
                 "a grammar constraint needs an eos token to end the output with");
+  if (reasoning) reasoning->validate();
   if (grammar)
     for (TokenId id : grammar->end_tokens)
       if (std::find(eos.begin(), eos.end(), id) == eos.end())
@@ -73,6 +75,12 @@ Generation::Generation(Sequence& sequence, const Tokenizer& tokenizer, std::vect
                                                ? options_.eos
                                                : options_.grammar->end_tokens);
   if (prompt_.empty()) throw Error(ErrorKind::invalid_argument, "the prompt is empty");
+  if (options_.reasoning) {
+    // A few tokens show whether the prompt ends inside a <think> block.
+    const auto tail = std::span<const TokenId>(prompt_).last(std::min<size_t>(prompt_.size(), 8));
+    reasoning_.emplace(*options_.reasoning, ThinkTokens::of(tokenizer_),
+                       prompt_opens_think(tokenizer_.decode(tail)));
+  }
   // The prompt and at least one generated token must fit.
   if (sequence_.length() + prompt_.size() + 1 > size_t(sequence_.max_context()))
     throw Error(ErrorKind::context_overflow,
@@ -194,9 +202,15 @@ void Generation::propose() {
 GeneratedToken Generation::emit(std::span<const float> logits, int held, TokenId draft) {
   GeneratedToken out;
   const auto allowed = constraint_ ? constraint_->mask(logits.size()) : std::span<const uint64_t>();
-  out.id = draft >= 0 ? sampler_.verify(logits, history_, allowed, draft)
-                      : sampler_.sample(logits, history_, allowed);
+  const auto forced = reasoning_ ? reasoning_->forced(allowed) : std::nullopt;
+  out.id = forced       ? *forced
+           : draft >= 0 ? sampler_.verify(logits, history_, allowed, draft)
+                        : sampler_.sample(logits, history_, allowed);
   if (constraint_) constraint_->accept(out.id);
+  if (reasoning_) {
+    reasoning_->accept(out.id, tokenizer_.token_bytes(out.id));
+    sampler_.set_presence_penalty(reasoning_->presence_penalty(options_.sampling.presence_penalty));
+  }
   // Log-probabilities are reported against the model's own distribution (as OpenAI does).
   if (options_.logprobs) out.logprob = static_cast<float>(logits[out.id] - logsumexp(logits));
   if (options_.top_logprobs > 0) out.top = top_probs(logits, options_.top_logprobs);

@@ -93,6 +93,13 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
   params_.validate();
 }
 
+void Sampler::set_presence_penalty(float penalty) {
+  SamplingParams changed = params_;
+  changed.presence_penalty = penalty;
+  changed.validate();
+  params_ = changed;
+}
+
 bool Sampler::penalizes() const {
   return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
          params_.frequency_penalty != 0.0f;

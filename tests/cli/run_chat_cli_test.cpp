@@ -61,6 +61,58 @@ TEST(RunCli, LoadFlagsKeepTheGreedyContinuation) {
   EXPECT_NE(bad.err.find("--quant: q5 not in {q8,q4}"), std::string::npos) << bad.err;
 }
 
+// A prompt that opens the think block, as Qwen3.5's template does: random weights reason first.
+const std::string kThinkingPrompt =
+    test::shell_quote("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n");
+
+// The N of "... after N thinking tokens" on stderr, or -1.
+int thinking_tokens_reported(const std::string& err, const std::string& what) {
+  const size_t at = err.find("Thinking: " + what);
+  if (at == std::string::npos) return -1;
+  const size_t after = err.find(" after ", at);
+  return after == std::string::npos ? -1 : std::stoi(err.substr(after + 7));
+}
+
+TEST(RunCli, ThinkingBudgetClosesTheThinkBlock) {
+  for (int budget : {0, 5}) {
+    auto run =
+        run_qwen3("run " + kTiny + " " + kThinkingPrompt + " --temp 0 -n 48 --loop-guard off " +
+                      "--thinking-budget " + std::to_string(budget),
+                  "", false);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const size_t close = run.output.find("</think>");
+    ASSERT_NE(close, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("</think>", close + 1), std::string::npos) << "closed once";
+    const int thought =
+        thinking_tokens_reported(run.err, "thinking budget reached, think block closed");
+    EXPECT_GE(thought, budget) << run.err;
+    EXPECT_LT(thought, budget + 32) << run.err;
+  }
+  auto unlimited = run_qwen3(
+      "run " + kTiny + " " + kThinkingPrompt + " --temp 0 -n 48 --loop-guard off", "", false);
+  ASSERT_EQ(unlimited.exit_code, 0) << unlimited.err;
+  EXPECT_EQ(unlimited.output.find("</think>"), std::string::npos) << "random weights think on";
+  EXPECT_EQ(unlimited.err.find("Thinking:"), std::string::npos) << unlimited.err;
+}
+
+TEST(RunCli, LoopGuardClosesARepeatingThinkBlock) {
+  // Greedy random weights repeat one token: the default guard closes the block.
+  auto run = run_qwen3("run " + kTiny + " " + kThinkingPrompt + " --temp 0 -n 48", "", false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.output.find("</think>"), std::string::npos) << run.output;
+  EXPECT_GT(thinking_tokens_reported(run.err, "thinking loop detected, think block closed"), 0)
+      << run.err;
+}
+
+TEST(RunCli, BadReasoningFlagsAreRefused) {
+  auto budget = run_qwen3("run " + kTiny + " hi --thinking-budget -1", "", false);
+  EXPECT_NE(budget.exit_code, 0);
+  EXPECT_NE(budget.err.find("--thinking-budget"), std::string::npos) << budget.err;
+  auto guard = run_qwen3("run " + kTiny + " hi --loop-guard sometimes", "", false);
+  EXPECT_NE(guard.exit_code, 0);
+  EXPECT_NE(guard.err.find("--loop-guard"), std::string::npos) << guard.err;
+}
+
 TEST(RunCli, PromptFromStdinAndShowProbs) {
   auto run = run_qwen3("run " + kTiny + " - --temp 0 -n 2 --show-probs 3",
                        "The capital of France is", false);

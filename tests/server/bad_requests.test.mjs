@@ -51,6 +51,34 @@ const cases = [
   ['history call arguments not JSON', { ...chat, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null,
       tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{oops' } }] }] },
    'messages[1].tool_calls[0].function.arguments'],
+  ['tool with an empty name', { ...chat, tools: [{ type: 'function', function: { name: '' } }] }, 'tools[0].function.name'],
+  ['tool name with a space', { ...chat, tools: [{ type: 'function', function: { name: 'get weather' } }] }, 'tools[0].function.name'],
+  ['second tool without a name', { ...chat, tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: {} }] },
+   'tools[1].function.name'],
+  ['tool_choice an unknown string', { ...chat, tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'always' }, 'tool_choice'],
+  ['history call without a function name', { ...chat, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null,
+      tool_calls: [{ id: 'c', type: 'function', function: { arguments: '{}' } }] }] }, 'messages[1].tool_calls[0].function.name'],
+  ['history call arguments a JSON array', { ...chat, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: null,
+      tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '[1, 2]' } }] }] },
+   'messages[1].tool_calls[0].function.arguments'],
+  ['response_format schema not an object', { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 'object' } } },
+   'response_format.json_schema.schema'],
+  ['response_format json_schema without a name', { ...chat, response_format: { type: 'json_schema', json_schema: { schema: {} } } },
+   'response_format.json_schema.name'],
+  ['schema properties not an object', { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x',
+      schema: { type: 'object', properties: 5 } } } }, 'response_format.json_schema.schema'],
+  ['schema with an unknown type', { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'frog' } } } },
+   'response_format.json_schema.schema'],
+  ['schema $ref to nowhere', { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { $ref: '#/$defs/none' } } } },
+   'response_format.json_schema.schema'],
+  ['schema maxItems below minItems', { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x',
+      schema: { type: 'array', minItems: 3, maxItems: 1 } } } }, 'response_format.json_schema.schema'],
+  ['thinking_budget negative', { ...chat, thinking_budget: -1 }, 'thinking_budget'],
+  ['thinking_budget fractional', { ...chat, thinking_budget: 2.5 }, 'thinking_budget'],
+  ['thinking_budget a string', { ...chat, thinking_budget: '100' }, 'thinking_budget'],
+  ['thinking_budget too large', { ...chat, thinking_budget: 2 ** 40 }, 'thinking_budget'],
+  ['thinking_loop_guard unknown', { ...chat, thinking_loop_guard: 'sometimes' }, 'thinking_loop_guard'],
+  ['thinking_loop_guard not a string', { ...chat, thinking_loop_guard: true }, 'thinking_loop_guard'],
   ['response_format unknown type', { ...chat, response_format: { type: 'yaml' } }, 'response_format.type'],
   ['response_format schema keyword', { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'x',
       schema: { type: 'string', pattern: '^a+$' } } } }, 'response_format.json_schema.schema'],
@@ -70,6 +98,11 @@ for (const [name, body, param] of cases)
 test('completions: bad prompts -> 400', async () => {
   for (const prompt of [undefined, 5, [], [-1], [1e9], [[1, 2], [3]], 'x '.repeat(100)])
     assertError(await postJson(server.url, '/v1/completions', { model: 'x', prompt, max_tokens: 1 }, auth), 400, 'prompt');
+});
+
+test('completions: chat-only fields -> 400 naming them', async () => {
+  for (const [key, value] of [['thinking_budget', 10], ['thinking_loop_guard', 'off'], ['tools', []], ['response_format', { type: 'text' }]])
+    assertError(await postJson(server.url, '/v1/completions', { prompt: [1, 2], max_tokens: 1, [key]: value }, auth), 400, key);
 });
 
 test('too-long prompt says context_length_exceeded', async () => {

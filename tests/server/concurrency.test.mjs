@@ -1,13 +1,16 @@
-// Continuous batching seen from clients: 16 concurrent streams each equal their solo greedy
-// result, aborted clients don't disturb the rest, and requests over the queue limit get 429s.
+// Continuous batching seen from clients: 64 concurrent streams each equal their solo greedy
+// result, aborted clients don't disturb the rest and free their slots at once, memory stays
+// bounded, and requests over the queue limit get 429s with Retry-After.
 import { test } from 'node:test';
+import fs from 'node:fs';
 import assert from 'node:assert/strict';
 import { startServer, idsOfCompletion } from './harness.mjs';
 
-const server = await startServer(['--ctx', '512', '--max-seqs', '16', '--max-queue', '16', '--chunk', '8']);
+// 64 streams on 32 slots: half are batched at once, half wait in the queue for a slot.
+const server = await startServer(['--ctx', '512', '--max-seqs', '32', '--max-queue', '64', '--chunk', '8', '--cache-mb', '4']);
 const client = server.client();
 // Prompts of different lengths, so prefill chunks and decode steps mix in the same batch.
-const prompts = Array.from({ length: 16 }, (_, i) => Array.from({ length: 3 + 5 * i }, (_, j) => 100 + ((i * 31 + j * 7) % 5000)));
+const prompts = Array.from({ length: 64 }, (_, i) => Array.from({ length: 3 + 5 * i }, (_, j) => 100 + ((i * 31 + j * 7) % 5000)));
 const body = (prompt) => ({ model: 'qwen3-tiny', prompt, max_tokens: 12, temperature: 0, ignore_eos: true, logprobs: 0,
                             return_tokens_as_token_ids: true });
 
@@ -19,7 +22,10 @@ async function streamIds(prompt, signal) {
   return ids;
 }
 
-test('16 concurrent streams equal their solo results; aborted clients free their slots', async () => {
+// The server's resident memory (Linux), in bytes.
+const rss = (proc) => Number(fs.readFileSync(`/proc/${proc.pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m)[1]) * 1024;
+
+test('64 concurrent streams equal their solo results; aborted clients free their slots', async () => {
   const generatedSoFar = async () =>
     Number((await (await fetch(server.url + '/metrics')).text()).match(/^qwen3_generation_tokens_total (\d+)/m)[1]);
   const solo = [];
@@ -46,7 +52,39 @@ test('16 concurrent streams equal their solo results; aborted clients free their
   assert.equal(active, 0);
   // The aborted requests were cancelled early: far fewer than their 4 x 400 tokens were generated.
   const generated = (await generatedSoFar()) - before;
-  assert.ok(generated < 16 * 12 + 4 * 100, `generated ${generated} tokens`);
+  assert.ok(generated < prompts.length * 12 + 4 * 100, `generated ${generated} tokens`);
+});
+
+test('memory stays bounded: more rounds of 64 streams take no more memory', async () => {
+  const round = () => Promise.all(prompts.map((p) => streamIds(p)));
+  await round();
+  const settled = rss(server.proc);
+  for (let i = 0; i < 3; ++i) await round();
+  // Sequences are reused up to --max-seqs, the prefix cache stays within --cache-mb: a leak of
+  // a request's prompt, KV cache or connection buffers would grow by 192 requests' worth.
+  const grown = rss(server.proc) - settled;
+  console.log(`RSS after one round ${(settled / 1048576).toFixed(1)} MiB, ${(grown / 1048576).toFixed(1)} MiB more after three more`);
+  assert.ok(grown < 8 << 20, `RSS grew by ${(grown / 1048576).toFixed(1)} MiB over 192 requests (from ${(settled / 1048576).toFixed(1)} MiB)`);
+});
+
+test('a client that disconnects mid-stream frees its slot at once', async () => {
+  const single = await startServer(['--ctx', '32768', '--max-seqs', '1']);
+  const metric = async (name) =>
+    Number((await (await fetch(single.url + '/metrics')).text()).match(new RegExp(`^${name} (\\d+)`, 'm'))[1]);
+  const long = { prompt: [1, 2, 3], max_tokens: 30000, ignore_eos: true, temperature: 0 };
+  const controller = new AbortController();
+  const stream = await single.client().completions.create({ ...long, stream: true }, { signal: controller.signal });
+  let chunks = 0;
+  try { for await (const _ of stream) if (++chunks === 3) controller.abort(); } catch { /* the abort */ }
+  // The one slot was taken; the next request runs as soon as the server notices the hang-up.
+  const started = Date.now();
+  const next = await single.client().completions.create({ prompt: [4, 5, 6], max_tokens: 5, ignore_eos: true });
+  const waited = Date.now() - started;
+  assert.equal(next.usage.completion_tokens, 5);
+  const generated = await metric('qwen3_generation_tokens_total');
+  assert.ok(generated < 1000, `the aborted stream ran on to ${generated - 5} tokens`);
+  console.log(`aborted after ${generated - 5} tokens; the next request answered in ${waited} ms`);
+  assert.ok(waited < 5000, `the next request waited ${waited} ms`);
 });
 
 test('requests over --max-seqs + --max-queue get 429s while the slots are held; then the queue drains', async () => {
@@ -76,7 +114,10 @@ test('requests over --max-seqs + --max-queue get 429s while the slots are held; 
   const refused = await Promise.all(Array.from({ length: 9 }, async () => {
     const res = await post({ prompt: [1, 2, 3], max_tokens: 5 });
     const json = await res.json();
-    if (res.status === 429) assert.equal(json.error.type, 'rate_limit_error');
+    if (res.status === 429) {
+      assert.equal(json.error.type, 'rate_limit_error');
+      assert.ok(Number(res.headers.get('retry-after')) > 0, `Retry-After: ${res.headers.get('retry-after')}`);
+    }
     return res.status;
   }));
   assert.deepEqual(refused, Array(9).fill(429));

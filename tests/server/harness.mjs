@@ -7,8 +7,8 @@ export const binary = process.env.QWEN3_BINARY ?? 'build/qwen3';
 export const model = process.env.QWEN3_MODEL ?? 'tests/fixtures/models/qwen3-tiny';
 
 // Resolves once the server printed its address; the server is killed when the test file ends.
-export async function startServer(extraArgs = []) {
-  const proc = spawn(binary, ['serve', model, '--host', '127.0.0.1', '--port', '0', '--threads', '1', ...extraArgs], {
+export async function startServer(extraArgs = [], modelDir = model) {
+  const proc = spawn(binary, ['serve', modelDir, '--host', '127.0.0.1', '--port', '0', '--threads', '1', ...extraArgs], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const stop = () => { if (proc.exitCode === null) proc.kill('SIGKILL'); };

@@ -119,6 +119,25 @@ TEST(OpenAiRequest, ChatDefaultsAndParameters) {
   EXPECT_EQ(r.prompt.size(), 9u);
 }
 
+TEST(OpenAiRequest, ReasoningControlFields) {
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  auto plain = parse_request(Endpoint::chat, "{" + messages + "}", served().model);
+  ASSERT_TRUE(plain.options.reasoning) << "every chat reply counts its reasoning tokens";
+  EXPECT_FALSE(plain.options.reasoning->thinking_budget);
+  EXPECT_EQ(plain.options.reasoning->loop_action, LoopAction::close);
+  auto set = parse_request(
+      Endpoint::chat,
+      "{" + messages + R"(, "thinking_budget": 64, "thinking_loop_guard": "penalize"})",
+      served().model);
+  EXPECT_EQ(set.options.reasoning->thinking_budget, 64);
+  EXPECT_EQ(set.options.reasoning->loop_action, LoopAction::penalize);
+  auto off = parse_request(Endpoint::chat, "{" + messages + R"(, "thinking_loop_guard": "off"})",
+                           served().model);
+  EXPECT_EQ(off.options.reasoning->loop_action, LoopAction::off);
+  EXPECT_FALSE(
+      parse_request(Endpoint::completion, R"({"prompt": [1]})", served().model).options.reasoning);
+}
+
 TEST(OpenAiRequest, CompletionPromptForms) {
   auto ids = parse_request(Endpoint::completion, R"({"prompt": [1, 2, 3], "ignore_eos": true})",
                            served().model);
@@ -369,6 +388,32 @@ TEST(Reply, ChatBodyAndChunks) {
   EXPECT_EQ(body["choices"][0]["message"]["content"], "ok");
   EXPECT_EQ(body["choices"][0]["message"]["reasoning_content"], "x");
   EXPECT_EQ(sse_event(json{{"a", 1}}), "data: {\"a\":1}\n\n");
+}
+
+TEST(Reply, ReasoningTokensAndControlEvents) {
+  ApiRequest request = parse_request(Endpoint::chat, R"({"messages": [{"role": "user",
+      "content": "a"}], "stream": true, "stream_options": {"include_usage": true}})",
+                                     served().model);
+  const std::vector<ReasoningEvent> events{
+      {ReasoningEvent::Cause::loop, ReasoningEvent::Action::raised_presence_penalty, 40},
+      {ReasoningEvent::Cause::thinking_budget, ReasoningEvent::Action::closed_thinking, 70}};
+  Reply reply(request, served().tokenizer, "m");
+  reply.on_token({151667, 0, {}, "<think>"});
+  reply.on_token({1, 0, {}, "x\n</think>\n\nok"});
+  auto last = reply.on_finish(FinishReason::eos, {9, 80, 0, 71}, events);
+  const json expected = json::array(
+      {{{"cause", "loop"}, {"action", "raised_presence_penalty"}, {"reasoning_tokens", 40}},
+       {{"cause", "thinking_budget"}, {"action", "closed_thinking"}, {"reasoning_tokens", 70}}});
+  EXPECT_EQ(last[0]["choices"][0]["reasoning_control"], expected);
+  EXPECT_EQ(last[0]["choices"][0]["finish_reason"], "stop") << "stays OpenAI's";
+  EXPECT_EQ(last[1]["usage"]["completion_tokens_details"]["reasoning_tokens"], 71);
+  auto body = reply.body();
+  EXPECT_EQ(body["choices"][0]["reasoning_control"], expected);
+  EXPECT_EQ(body["usage"]["completion_tokens_details"]["reasoning_tokens"], 71);
+  // Nothing done: no field.
+  Reply quiet(request, served().tokenizer, "m");
+  quiet.on_finish(FinishReason::eos, {9, 1});
+  EXPECT_FALSE(quiet.body()["choices"][0].contains("reasoning_control"));
 }
 
 TEST(Reply, CompletionLogprobs) {

@@ -168,6 +168,8 @@ void add_chat_command(CLI::App& app) {
         if (interrupted) g.cancel();
       });
       printer.finish();
+      if (const auto events = describe_reasoning_events(g.reasoning()->events()); !events.empty())
+        std::fprintf(stderr, "[%s]\n", events.c_str());
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (a->verbose || interrupted)
         std::fprintf(stderr, "[%s%d tokens in %.2f s, %.1f tok/s]\n",

@@ -192,6 +192,8 @@ void add_run_command(CLI::App& app) {
     const double decode_s = total_s - first_s;
     std::fprintf(stderr, "------------------------------------------------------------\n");
     std::fprintf(stderr, "Stopped: %s after %d tokens\n", stop_description(g.finish_reason()), n);
+    if (const auto events = describe_reasoning_events(g.reasoning()->events()); !events.empty())
+      std::fprintf(stderr, "Thinking: %s\n", events.c_str());
     std::fprintf(stderr,
                  "Time:    load %.3f s | prefill %d tokens, first token %.0f ms (%.1f tok/s) | "
                  "decode %d tokens %.3f s (%.1f tok/s) | total %.3f s\n",

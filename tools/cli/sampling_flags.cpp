@@ -1,6 +1,7 @@
 // The sampling and generation flags that `run` and `chat` share.
 #include "cli/sampling_flags.h"
 
+#include <limits>
 #include <random>
 
 namespace qwen3::cli {
@@ -21,6 +22,15 @@ void SamplingFlags::add_to(CLI::App& cmd) {
                  "Frequency penalty (OpenAI), in [-2, 2]");
   cmd.add_option("--seed", seed, "Random seed (default: random); the same seed repeats a run");
   cmd.add_option("--stop", stop, "Stop string (repeatable); generation ends before it");
+  cmd.add_option("--thinking-budget", thinking_budget,
+                 "Close the <think> block after N thinking tokens, at the next sentence end "
+                 "(forced within 32 more)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  cmd.add_option("--loop-guard", loop_guard,
+                 "When the thinking repeats itself: close the <think> block, penalize (raise the "
+                 "presence penalty, close if it loops again) or off")
+      ->check(CLI::IsMember({"close", "penalize", "off"}))
+      ->capture_default_str();
 }
 
 GenerationOptions SamplingFlags::options(const std::filesystem::path& dir,
@@ -38,8 +48,25 @@ GenerationOptions SamplingFlags::options(const std::filesystem::path& dir,
   o.max_tokens = max_tokens;
   o.stop = stop;
   o.eos = eos_tokens(dir, config);
+  o.reasoning = ReasoningOptions{.thinking_budget = thinking_budget,
+                                 .loop_action = loop_guard == "off"        ? LoopAction::off
+                                                : loop_guard == "penalize" ? LoopAction::penalize
+                                                                           : LoopAction::close};
   o.validate();
   return o;
+}
+
+std::string describe_reasoning_events(const std::vector<ReasoningEvent>& events) {
+  std::string out;
+  for (const auto& e : events) {
+    if (!out.empty()) out += "; ";
+    out += e.cause == ReasoningEvent::Cause::thinking_budget ? "thinking budget reached"
+                                                             : "thinking loop detected";
+    out += e.action == ReasoningEvent::Action::closed_thinking ? ", think block closed"
+                                                               : ", presence penalty raised";
+    out += " after " + std::to_string(e.reasoning_tokens) + " thinking tokens";
+  }
+  return out;
 }
 
 }  // namespace qwen3::cli

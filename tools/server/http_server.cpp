@@ -17,6 +17,8 @@ namespace {
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  // A full queue drains as requests finish: clients (the openai ones among them) retry after it.
+  if (e.status == 429) res.set_header("Retry-After", "1");
   res.set_content(dump(error_body(e)), "application/json");
 }
 
@@ -47,8 +49,10 @@ struct Exchange {
     for (auto& token : update.tokens)
       for (auto& c : reply.on_token(token)) out.push_back(std::move(c));
     if (update.finished && update.error.empty())
-      for (auto& c : reply.on_finish(update.reason, {update.prompt_tokens, update.completion_tokens,
-                                                     update.cached_tokens}))
+      for (auto& c : reply.on_finish(update.reason,
+                                     {update.prompt_tokens, update.completion_tokens,
+                                      update.cached_tokens, update.reasoning_tokens},
+                                     std::move(update.reasoning_events)))
         out.push_back(std::move(c));
     return out;
   }

@@ -17,6 +17,13 @@ void Metrics::finished(int prompt_tokens, int completion_tokens) {
   completion_tokens_ += completion_tokens;
 }
 
+void Metrics::reasoning(int tokens, const std::vector<ReasoningEvent>& events) {
+  std::lock_guard lock(mutex_);
+  reasoning_tokens_ += tokens;
+  for (const auto& e : events)
+    ++reasoning_events_[{reasoning_cause_name(e.cause), reasoning_action_name(e.action)}];
+}
+
 void Metrics::first_token(double seconds) {
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < ttft_buckets.size(); ++i)
@@ -76,6 +83,21 @@ std::string Metrics::render() const {
   out << "qwen3_prompt_tokens_total " << prompt_tokens_ << '\n';
   metric("qwen3_generation_tokens_total", "counter", "Tokens generated");
   out << "qwen3_generation_tokens_total " << completion_tokens_ << '\n';
+  metric("qwen3_reasoning_tokens_total", "counter", "Generated tokens inside <think> blocks");
+  out << "qwen3_reasoning_tokens_total " << reasoning_tokens_ << '\n';
+  metric("qwen3_reasoning_control_total", "counter",
+         "Think blocks closed or penalized, by cause (thinking_budget, loop) and action");
+  // Each kind listed from the start, so that a rate over it needs no first event.
+  using E = ReasoningEvent;
+  for (auto [cause, action] : {std::pair{E::Cause::thinking_budget, E::Action::closed_thinking},
+                               {E::Cause::loop, E::Action::closed_thinking},
+                               {E::Cause::loop, E::Action::raised_presence_penalty}}) {
+    const std::pair<std::string, std::string> key{reasoning_cause_name(cause),
+                                                  reasoning_action_name(action)};
+    const auto it = reasoning_events_.find(key);
+    out << "qwen3_reasoning_control_total{cause=\"" << key.first << "\",action=\"" << key.second
+        << "\"} " << (it == reasoning_events_.end() ? 0 : it->second) << '\n';
+  }
   metric("qwen3_queue_length", "gauge", "Requests waiting for a sequence slot");
   out << "qwen3_queue_length " << queued_ << '\n';
   metric("qwen3_active_sequences", "gauge", "Requests being generated");

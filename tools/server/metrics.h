@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "qwen3/reasoning_control.h"
 #include "qwen3/speculative.h"
 #include "server/prefix_cache.h"
 
@@ -18,6 +19,8 @@ class Metrics {
  public:
   void request(int status);                                 // an answered HTTP request
   void finished(int prompt_tokens, int completion_tokens);  // a generation that ran
+  // A finished reply's reasoning tokens and what the thinking budget and loop guard did to it.
+  void reasoning(int tokens, const std::vector<ReasoningEvent>& events);
   void first_token(double seconds);  // time from arrival to the first new token
   void generated(int tokens);        // new tokens of one engine step
   void queued(size_t requests);      // waiting for a slot
@@ -33,7 +36,8 @@ class Metrics {
 
   mutable std::mutex mutex_;
   std::map<int, uint64_t> requests_;  // by status
-  uint64_t prompt_tokens_ = 0, completion_tokens_ = 0, generations_ = 0;
+  uint64_t prompt_tokens_ = 0, completion_tokens_ = 0, generations_ = 0, reasoning_tokens_ = 0;
+  std::map<std::pair<std::string, std::string>, uint64_t> reasoning_events_;  // (cause, action)
   std::array<uint64_t, ttft_buckets.size()> ttft_counts_{};
   uint64_t ttft_count_ = 0;
   double ttft_sum_ = 0;

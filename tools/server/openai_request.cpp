@@ -351,6 +351,27 @@ bool thinking_enabled(const json& body) {
   return true;  // the Qwen3 template's default
 }
 
+// "thinking_budget" (tokens) and "thinking_loop_guard" ("close", "penalize" or "off"): this
+// server's extensions. Every chat reply gets a controller: it also counts the reasoning tokens.
+ReasoningOptions parse_reasoning(const json& body) {
+  ReasoningOptions o;
+  if (auto budget = number<int>(body, "thinking_budget")) {
+    if (*budget < 0)
+      throw ApiError(400, "'thinking_budget' must be >= 0 (tokens), got " + std::to_string(*budget),
+                     "thinking_budget");
+    o.thinking_budget = *budget;
+  }
+  if (auto guard = field(body, "thinking_loop_guard", &json::is_string, "a string")) {
+    if (*guard == "close") o.loop_action = LoopAction::close;
+    else if (*guard == "penalize") o.loop_action = LoopAction::penalize;
+    else if (*guard == "off") o.loop_action = LoopAction::off;
+    else
+      throw ApiError(400, "'thinking_loop_guard' must be \"close\", \"penalize\" or \"off\"",
+                     "thinking_loop_guard");
+  }
+  return o;
+}
+
 void parse_logprobs(Endpoint endpoint, const json& body, ApiRequest& r) {
   if (endpoint == Endpoint::chat) {
     r.options.logprobs = boolean(body, "logprobs").value_or(false);
@@ -460,10 +481,12 @@ ApiRequest parse_body(Endpoint endpoint, const json& body, const ServedModel& mo
     r.prompt = encode_chat(*model.chat, *model.tokenizer,
                            normalize_messages(body, model.tool_syntax), chat);
     r.thinking = chat.enable_thinking;
+    r.options.reasoning = parse_reasoning(body);
     r.thinking_opened = model.tokenizer->decode(r.prompt).ends_with("<think>\n");
     constrain(r, model, g, format, choice, parallel);
   } else {
-    for (const char* key : {"response_format", "tools", "tool_choice"})
+    for (const char* key :
+         {"response_format", "tools", "tool_choice", "thinking_budget", "thinking_loop_guard"})
       if (body.contains(key) && !body[key].is_null())
         throw ApiError(400, std::string("'") + key + "' is only supported by /v1/chat/completions",
                        key);

@@ -163,11 +163,14 @@ std::vector<json> Reply::on_token(const GeneratedToken& token) {
   return {chunk(delta_choice(d, std::move(logprobs)))};
 }
 
-std::vector<json> Reply::on_finish(FinishReason reason, Usage usage) {
+std::vector<json> Reply::on_finish(FinishReason reason, Usage usage,
+                                   std::vector<ReasoningEvent> reasoning_events) {
   finish_ = reason;
   usage_ = usage;
+  reasoning_events_ = std::move(reasoning_events);
   json last = delta_choice(take(splitter_.finish(), true), nullptr);
   last["finish_reason"] = finish_reason();
+  add_reasoning_control(last);
   std::vector<json> out{chunk(std::move(last))};
   if (request_.include_usage) {
     json u = chunk(nullptr);
@@ -179,10 +182,27 @@ std::vector<json> Reply::on_finish(FinishReason reason, Usage usage) {
 }
 
 json Reply::usage_json() const {
-  return {{"prompt_tokens", usage_.prompt_tokens},
-          {"completion_tokens", usage_.completion_tokens},
-          {"total_tokens", usage_.prompt_tokens + usage_.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", usage_.cached_tokens}}}};
+  json usage = {{"prompt_tokens", usage_.prompt_tokens},
+                {"completion_tokens", usage_.completion_tokens},
+                {"total_tokens", usage_.prompt_tokens + usage_.completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", usage_.cached_tokens}}}};
+  // Completions have no reasoning: their prompt is raw text, with no think block to track.
+  if (request_.endpoint == Endpoint::chat)
+    usage["completion_tokens_details"] = {{"reasoning_tokens", usage_.reasoning_tokens}};
+  return usage;
+}
+
+// This server's extension beside finish_reason (which stays OpenAI's): what the thinking budget
+// and the loop guard did, in order, e.g. [{"cause": "loop", "action": "closed_thinking",
+// "reasoning_tokens": 412}]; absent when they did nothing.
+void Reply::add_reasoning_control(json& choice) const {
+  if (reasoning_events_.empty()) return;
+  json events = json::array();
+  for (const auto& e : reasoning_events_)
+    events.push_back({{"cause", reasoning_cause_name(e.cause)},
+                      {"action", reasoning_action_name(e.action)},
+                      {"reasoning_tokens", e.reasoning_tokens}});
+  choice["reasoning_control"] = std::move(events);
 }
 
 json Reply::body() const {
@@ -204,6 +224,7 @@ json Reply::body() const {
       message["tool_calls"] = std::move(calls);
     }
     choice["message"] = std::move(message);
+    add_reasoning_control(choice);
   } else {
     choice["text"] = content_;
   }

@@ -10,6 +10,7 @@
 
 #include "qwen3/generation.h"
 #include "qwen3/reasoning.h"
+#include "qwen3/reasoning_control.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 #include "server/tool_calls.h"
@@ -18,7 +19,8 @@ namespace qwen3::server {
 
 struct Usage {
   int prompt_tokens = 0, completion_tokens = 0;
-  int cached_tokens = 0;  // of prompt_tokens, taken from the prefix cache
+  int cached_tokens = 0;     // of prompt_tokens, taken from the prefix cache
+  int reasoning_tokens = 0;  // of completion_tokens, inside <think>
 };
 
 // The same calls serve streaming (send what each returns as SSE chunks) and non-streaming
@@ -29,8 +31,9 @@ class Reply {
 
   std::vector<nlohmann::json> start();  // chat: the chunk announcing the assistant role
   std::vector<nlohmann::json> on_token(const GeneratedToken& token);
-  std::vector<nlohmann::json> on_finish(FinishReason reason,
-                                        Usage usage);  // incl. the usage chunk if asked
+  // The last chunk (with the reasoning events), then the usage chunk if asked for.
+  std::vector<nlohmann::json> on_finish(FinishReason reason, Usage usage,
+                                        std::vector<ReasoningEvent> reasoning_events = {});
   nlohmann::json body() const;  // the whole non-streaming response, after on_finish
 
  private:
@@ -47,6 +50,7 @@ class Reply {
   nlohmann::json delta_choice(const Delta& delta, nlohmann::json logprobs) const;
   nlohmann::json logprob_entry(const GeneratedToken& token);  // and appends it to the totals
   nlohmann::json usage_json() const;
+  void add_reasoning_control(nlohmann::json& choice) const;
 
   const ApiRequest& request_;
   const Tokenizer& tokenizer_;
@@ -63,6 +67,7 @@ class Reply {
   size_t text_offset_ = 0;   // completions' text_offset of the next token
   FinishReason finish_ = FinishReason::none;
   Usage usage_;
+  std::vector<ReasoningEvent> reasoning_events_;
 };
 
 nlohmann::json error_body(const ApiError& error);

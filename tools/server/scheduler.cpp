@@ -26,23 +26,28 @@ void Job::push(GeneratedToken token) {
   cv_.notify_all();
 }
 
-void Job::finish(FinishReason reason, int prompt_tokens, int completion_tokens, int cached_tokens,
-                 std::string error) {
+void Job::finish(Update last) {
   std::lock_guard lock(mutex_);
-  pending_.finished = true;
-  pending_.reason = reason;
-  pending_.prompt_tokens = prompt_tokens;
-  pending_.completion_tokens = completion_tokens;
-  pending_.cached_tokens = cached_tokens;
-  pending_.error = std::move(error);
+  last.tokens = std::move(pending_.tokens);
+  last.finished = true;
+  pending_ = std::move(last);
   cv_.notify_all();
+}
+
+void Job::fail(std::string error) {
+  Update last;
+  last.error = std::move(error);
+  finish(std::move(last));
 }
 
 // A request cancelled before it ran still ends, so whoever waits on it (a timed-out request)
 // returns.
 bool Job::finish_if_cancelled() {
   if (!cancelled_) return false;
-  finish(FinishReason::length, static_cast<int>(prompt_.size()), 0);
+  Update last;
+  last.reason = FinishReason::length;
+  last.prompt_tokens = static_cast<int>(prompt_.size());
+  finish(std::move(last));
   return true;
 }
 
@@ -65,10 +70,19 @@ struct Scheduler::Active {
   bool failed = false;
 
   void finish(Metrics& metrics) {
-    metrics.finished(generation.prompt_tokens(), generation.completion_tokens());
+    Job::Update last;
+    last.reason = generation.finish_reason();
+    last.prompt_tokens = generation.prompt_tokens();
+    last.completion_tokens = generation.completion_tokens();
+    last.cached_tokens = cached_tokens;
+    if (const ReasoningController* reasoning = generation.reasoning()) {
+      last.reasoning_tokens = reasoning->reasoning_tokens();
+      last.reasoning_events = reasoning->events();
+    }
+    metrics.finished(last.prompt_tokens, last.completion_tokens);
+    metrics.reasoning(last.reasoning_tokens, last.reasoning_events);
     if (const SpeculationStats* spec = generation.speculation()) metrics.speculation(*spec);
-    job->finish(generation.finish_reason(), generation.prompt_tokens(),
-                generation.completion_tokens(), cached_tokens);
+    job->finish(std::move(last));
   }
 };
 
@@ -88,7 +102,7 @@ Scheduler::~Scheduler() {
   }
   wake_.notify_all();
   thread_.join();
-  for (auto& job : queue_) job->finish(FinishReason::none, 0, 0, 0, "the server is shutting down");
+  for (auto& job : queue_) job->fail("the server is shutting down");
 }
 
 std::shared_ptr<Job> Scheduler::submit(std::vector<TokenId> prompt, GenerationOptions options) {
@@ -122,7 +136,7 @@ void Scheduler::admit(std::vector<std::unique_ptr<Active>>& active) {
       reuse_prefix(*a);
       active.push_back(std::move(a));
     } catch (const std::exception& e) {  // request parsing validated it; this is a last line
-      job->finish(FinishReason::none, 0, 0, 0, e.what());
+      job->fail(e.what());
     }
   }
   metrics_.queued(queue_.size());
@@ -158,7 +172,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
   try {
     model_.step(batch, logits_);
   } catch (const std::exception& e) {
-    for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, 0, e.what());
+    for (auto& a : active) a->job->fail(e.what());
     active.clear();
     return;
   }
@@ -171,8 +185,7 @@ void Scheduler::step(std::vector<std::unique_ptr<Active>>& active) {
     } catch (
         const std::exception& e) {  // this request alone fails (a grammar no token can continue)
       a.generation.cancel();
-      a.job->finish(FinishReason::none, a.generation.prompt_tokens(),
-                    a.generation.completion_tokens(), a.cached_tokens, e.what());
+      a.job->fail(e.what());
       a.failed = true;
       continue;
     }
@@ -216,7 +229,7 @@ void Scheduler::loop() {
     metrics_.active(active.size());
     metrics_.prefix_cache(cache_.stats(), options_.cache_bytes);
   }
-  for (auto& a : active) a->job->finish(FinishReason::none, 0, 0, 0, "the server is shutting down");
+  for (auto& a : active) a->job->fail("the server is shutting down");
 }
 
 }  // namespace qwen3::server

@@ -41,8 +41,10 @@ class Job {
     bool finished = false;
     FinishReason reason = FinishReason::none;
     int prompt_tokens = 0, completion_tokens = 0;
-    int cached_tokens = 0;  // prompt tokens taken from the prefix cache, not prefilled
-    std::string error;      // the engine failed this request
+    int cached_tokens = 0;     // prompt tokens taken from the prefix cache, not prefilled
+    int reasoning_tokens = 0;  // of completion_tokens, inside <think>
+    std::vector<ReasoningEvent> reasoning_events;  // the thinking budget's, the loop guard's
+    std::string error;                             // the engine failed this request
   };
 
   Job(std::vector<TokenId> prompt, GenerationOptions options);
@@ -52,9 +54,9 @@ class Job {
  private:
   friend class Scheduler;
   void push(GeneratedToken token);
-  void finish(FinishReason reason, int prompt_tokens, int completion_tokens, int cached_tokens = 0,
-              std::string error = "");
-  bool finish_if_cancelled();  // true when it was cancelled (and is now finished)
+  void finish(Update last);      // its counts and reason; the tokens pushed stay pending
+  void fail(std::string error);  // ends it with an error for the client
+  bool finish_if_cancelled();    // true when it was cancelled (and is now finished)
 
   std::vector<TokenId> prompt_;
   GenerationOptions options_;
