@@ -62,6 +62,7 @@ ModelConfig hybrid(int hidden, int intermediate, int layers, int heads, int kv_h
   c.linear_key_head_dim = c.linear_value_head_dim = 128;
   c.linear_conv_kernel_dim = 4;
   c.attn_output_gate = true;
+  c.mtp_num_hidden_layers = 1;  // the checkpoints carry a multi-token-prediction head
   return c;
 }
 
@@ -95,6 +96,7 @@ nlohmann::json hybrid_config_json(const ModelConfig& c) {
                          {"linear_num_value_heads", c.linear_num_value_heads},
                          {"linear_value_head_dim", c.linear_value_head_dim},
                          {"max_position_embeddings", c.max_position_embeddings},
+                         {"mtp_num_hidden_layers", c.mtp_num_hidden_layers},
                          {"num_attention_heads", c.num_attention_heads},
                          {"num_hidden_layers", c.num_hidden_layers},
                          {"num_key_value_heads", c.num_key_value_heads},
@@ -226,7 +228,7 @@ void write_random_model(const fs::path& out, const ModelConfig& shape,
   const DType to = quantized ? quant_dtype(options.quant) : DType::bf16;
   // Qwen3.5-MoE's checkpoints pack their experts; quantized folders hold one matrix per expert,
   // as `qwen3 quantize` writes them.
-  c.packed_experts = c.model_type == "qwen3_5_moe" && !quantized;
+  c.packed_experts = c.mtp_packed_experts = c.model_type == "qwen3_5_moe" && !quantized;
   std::vector<TensorSpec> specs = tensor_specs(c);
   if (c.tie_word_embeddings && !quantized && c.model_type == "qwen3")  // Qwen3-0.6B's copy
     specs.insert(specs.begin(),
