@@ -216,15 +216,18 @@ size_t Sequence::bytes() const {
   const auto recurrent_bytes = [](const RecurrentState& r) {
     return sizeof(float) * (r.conv.size() + r.ssm.size());
   };
+  // An attention layer's keys and values: room for `capacity` positions, whatever the length.
+  const auto kv_bytes = [](const State& state) {
+    return size_t(state.capacity) * state.kv_heads * state.head_dim * row_bytes(state.kv_dtype, 1) *
+           2;
+  };
   size_t n = 0;
   for (const LayerState& l : s.layer)
-    n += l.mixer == Mixer::attention
-             ? size_t(s.capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2
-             : recurrent_bytes(l.rec);
+    n += l.mixer == Mixer::attention ? kv_bytes(s) : recurrent_bytes(l.rec);
   for (const auto* kind : {&s.snapshots, &s.step_states})
     for (const StateSnapshot& snap : *kind)
       for (const RecurrentState& r : snap.layers) n += recurrent_bytes(r);
-  if (s.mtp) n += size_t(s.mtp->capacity) * s.kv_heads * s.head_dim * row_bytes(s.kv_dtype, 1) * 2;
+  if (s.mtp) n += kv_bytes(*s.mtp);
   return n;
 }
 

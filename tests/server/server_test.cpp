@@ -18,6 +18,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/scheduler.h"
+#include "server/scheduler_runner.h"
 #include "test_paths.h"
 
 namespace qwen3::server {
@@ -445,19 +446,7 @@ TEST(Scheduler, BatchedEqualsSolo) {
   options.sampling.temperature = 0;
   options.max_tokens = 6;
   auto run = [&](Scheduler& scheduler, const std::vector<std::vector<TokenId>>& prompts) {
-    std::vector<std::shared_ptr<Job>> jobs;
-    for (auto& p : prompts) jobs.push_back(scheduler.submit(p, options));
-    std::vector<std::vector<TokenId>> out;
-    for (auto& job : jobs) {
-      std::vector<TokenId> ids;
-      for (Job::Update u; !u.finished;) {
-        u = job->wait(std::chrono::milliseconds(1000));
-        for (auto& t : u.tokens) ids.push_back(t.id);
-        EXPECT_TRUE(u.error.empty()) << u.error;
-      }
-      out.push_back(ids);
-    }
-    return out;
+    return run_jobs(scheduler, prompts, options);
   };
   std::vector<std::vector<TokenId>> prompts{{1, 2, 3}, {7}, std::vector<TokenId>(20, 9), {4, 5}};
   Scheduler batched(*model, served().tokenizer, {4, 64, 8, 4}, metrics);

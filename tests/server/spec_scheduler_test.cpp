@@ -5,6 +5,7 @@
 #include "qwen3/model.h"
 #include "qwen3/tokenizer.h"
 #include "server/scheduler.h"
+#include "server/scheduler_runner.h"
 #include "test_paths.h"
 
 namespace qwen3::server {
@@ -15,19 +16,7 @@ std::vector<std::vector<TokenId>> run(Scheduler& scheduler,
   GenerationOptions options;
   options.sampling.temperature = 0;
   options.max_tokens = 24;
-  std::vector<std::shared_ptr<Job>> jobs;
-  for (auto& p : prompts) jobs.push_back(scheduler.submit(p, options));
-  std::vector<std::vector<TokenId>> out;
-  for (auto& job : jobs) {
-    std::vector<TokenId> ids;
-    for (Job::Update u; !u.finished;) {
-      u = job->wait(std::chrono::milliseconds(1000));
-      for (auto& t : u.tokens) ids.push_back(t.id);
-      EXPECT_TRUE(u.error.empty()) << u.error;
-    }
-    out.push_back(ids);
-  }
-  return out;
+  return run_jobs(scheduler, prompts, options);
 }
 
 TEST(SpecScheduler, BatchedSpeculationEqualsPlainSolo) {
