@@ -57,10 +57,11 @@ class DraftLength {
   void observe(int proposed, int accepted);  // a step's outcome
   double acceptance() const;
 
-  // A verification step's cost per row beyond the first, as a fraction of a decode step: about the
-  // cost of the extra multiply-adds where a decode step is bound by reading the weights (measured
-  // by `qwen3 bench --spec-tokens`).
-  static constexpr double kRowCost = 0.04;
+  // A verification step's cost per row beyond the first, as a fraction of a decode step: the
+  // extra multiply-adds of a step bound by reading the weights. `qwen3 bench --spec` measures it:
+  // 0.1-0.2 with AVX2 on 2 cores, less where a tile takes more rows at once (AVX-512). Erring
+  // high only makes K smaller.
+  static constexpr double kRowCost = 0.15;
 
  private:
   int max_tokens_;
