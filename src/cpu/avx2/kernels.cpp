@@ -10,9 +10,9 @@ namespace {
 
 struct Avx2 {
   using V = __m256;
-  static constexpr int lanes = 8, registers = 16, MR = 2, MR_batch = 2, weighted_rows = 2;
+  static constexpr int lanes = 8, registers = 16, MR = 6, MR_batch = 6, weighted_rows = 2;
   // Accumulators (mr x nr), W values (nr) and one x vector within the 16 registers.
-  static constexpr int nr(int mr) { return mr == 1 ? 6 : 4; }
+  static constexpr int nr(int mr) { return mr == 1 ? 6 : mr == 2 ? 4 : mr == 3 ? 3 : 2; }
   // Packed panels: MR x NR accumulators, NR W vectors and a broadcast within the registers.
   static constexpr int packed_mr = 6, packed_nr = 2, packed_min_tokens = 32;
   static V zero() { return _mm256_setzero_ps(); }
