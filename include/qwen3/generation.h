@@ -58,8 +58,9 @@ class Generation {
   ~Generation();
 
   // Speculative decoding (qwen3/speculative.h): once the prompt is in, each step feeds the last
-  // token with up to `max_tokens` that `proposer` guesses, as many as pay off (DraftLength).
-  void speculate(std::unique_ptr<Proposer> proposer, int max_tokens);
+  // token with up to `max_tokens` that `proposer` guesses, as many as pay off (DraftLength, for a
+  // model whose steps take pass_rows rows in one pass: Model::pass_rows).
+  void speculate(std::unique_ptr<Proposer> proposer, int max_tokens, int pass_rows);
   const SpeculationStats* speculation() const;  // null without speculation
 
   // The tokens the next model step must consume for this request: the rest of the prompt, at

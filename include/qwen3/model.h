@@ -190,6 +190,9 @@ class Model {
   const std::string& name() const { return name_; }  // folder name
   const char* isa() const;                           // the kernels in use
   int threads() const;
+  // Rows of a step (a decode batch, a speculative verification) that share one pass over the
+  // weights: up to this many cost little more than one.
+  int pass_rows() const;
   // Bytes of weights read per decoded token: every matrix of a dense model; of an MoE layer, the
   // router and num_experts_per_tok experts' matrices.
   uint64_t weight_bytes() const;

@@ -46,25 +46,24 @@ std::unique_ptr<Proposer> mtp_proposer(Model& model, Sequence& sequence);
 std::unique_ptr<Proposer> draft_proposer(Model& draft, const Model& model, int max_context);
 
 // How many tokens to propose: as many as pay for themselves, from the acceptance seen so far.
-// With acceptance p per token, K drafts give (1 - p^(K+1)) / (1 - p) tokens a step for a step
-// that costs 1 + K (row cost + draft cost); K = 0 (plain decode) when no K gains, with a probe of
+// With acceptance p per token, K drafts give (1 - p^(K+1)) / (1 - p) tokens a step, for a step
+// that costs 1 + K (row cost + draft cost), plus a pass over the weights for every pass_rows rows
+// beyond the first pass (Model::pass_rows). K = 0 (plain decode) when no K gains, with a probe of
 // K = 1 after 16 plain steps (32, 64, ... 256 after probes that failed) so that a proposer that
 // becomes good again is noticed.
 class DraftLength {
  public:
-  DraftLength(int max_tokens, double token_cost);
+  DraftLength(int max_tokens, double token_cost, int pass_rows);
   int next();                                // K for the next step, 0 .. max_tokens
   void observe(int proposed, int accepted);  // a step's outcome
   double acceptance() const;
 
-  // A verification step's cost per row beyond the first, as a fraction of a decode step: the
-  // extra multiply-adds of a step bound by reading the weights. `qwen3 bench --spec` measures it:
-  // 0.1-0.2 with AVX2 on 2 cores, less where a tile takes more rows at once (AVX-512). Erring
-  // high only makes K smaller.
-  static constexpr double kRowCost = 0.15;
+  // A verification row's cost within a pass, and a further pass's, as fractions of a decode step
+  // (`qwen3 bench --spec` measures them: 0.02-0.05 a row, 0.6 a pass with AVX2 on 2 cores).
+  static constexpr double kRowCost = 0.05, kPassCost = 0.6;
 
  private:
-  int max_tokens_;
+  int max_tokens_, pass_rows_;
   double token_cost_;
   // A prior of p = 0.7 (trained draft heads and small drafts of the same family do better, prompt
   // lookup often worse), outweighed within a few steps.

@@ -250,6 +250,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
 Model::~Model() = default;
 const char* Model::isa() const { return ops::isa_name(*impl_->rt); }
 int Model::threads() const { return ops::thread_count(*impl_->rt); }
+int Model::pass_rows() const { return ops::pass_rows(*impl_->rt); }
 uint64_t Model::weight_bytes() const {
   uint64_t n = 0;
   for (const ops::Matrix& m : impl_->per_token) n += m.bytes();

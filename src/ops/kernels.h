@@ -81,6 +81,9 @@ struct KernelTable {
   void (*quantize_x)(const float* x, int K, int8_t* q, float* d, int32_t* sum) = nullptr;
   QuantMatmulKernel matmul_q8_0 = nullptr;
   QuantMatmulKernel matmul_q4_0 = nullptr;
+  // Rows of x that share one pass over the float weights (one tile): a decode batch or a
+  // speculative verification up to this size reads the weights once.
+  int pass_rows = 1;
 };
 
 // Rows [t0, t1) of x [T, K] rotated right by `lead`: out[t, k] = x[t, (k - lead) mod K], as a

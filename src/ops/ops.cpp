@@ -40,6 +40,7 @@ RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view acti
 void destroy(Runtime* runtime) { delete runtime; }
 const char* isa_name(const Runtime& rt) { return rt.kernels.name; }
 int thread_count(const Runtime& rt) { return rt.pool.size(); }
+int pass_rows(const Runtime& rt) { return rt.kernels.pass_rows; }
 bool attends_over(const Runtime& rt, DType kv_cache) {
   return rt.kernels.key_scores[int(kv_cache)] != nullptr;
 }

@@ -43,6 +43,7 @@ using RuntimePtr = std::unique_ptr<Runtime, RuntimeDeleter>;
 RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations = "f32");
 const char* isa_name(const Runtime& rt);
 int thread_count(const Runtime& rt);
+int pass_rows(const Runtime& rt);  // KernelTable::pass_rows of the kernels in use
 // Whether rt's kernels can attend over a KV cache of this dtype (bf16: AVX512_BF16's only).
 bool attends_over(const Runtime& rt, DType kv_cache);
 

@@ -102,10 +102,11 @@ struct Generation::Speculation {
 
 Generation::~Generation() = default;
 
-void Generation::speculate(std::unique_ptr<Proposer> proposer, int max_tokens) {
+void Generation::speculate(std::unique_ptr<Proposer> proposer, int max_tokens, int pass_rows) {
   if (fed_ > 0) throw Error(ErrorKind::invalid_argument, "speculate: the generation has started");
   const double cost = proposer->token_cost();
-  spec_.reset(new Speculation{std::move(proposer), DraftLength(max_tokens, cost), {}, {}, {}});
+  spec_.reset(
+      new Speculation{std::move(proposer), DraftLength(max_tokens, cost, pass_rows), {}, {}, {}});
 }
 
 const SpeculationStats* Generation::speculation() const { return spec_ ? &spec_->stats : nullptr; }

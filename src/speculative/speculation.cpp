@@ -8,8 +8,8 @@
 
 namespace qwen3 {
 
-DraftLength::DraftLength(int max_tokens, double token_cost)
-    : max_tokens_(max_tokens), token_cost_(token_cost) {}
+DraftLength::DraftLength(int max_tokens, double token_cost, int pass_rows)
+    : max_tokens_(max_tokens), pass_rows_(std::max(pass_rows, 1)), token_cost_(token_cost) {}
 
 double DraftLength::acceptance() const { return accepted_ / trials_; }
 
@@ -19,7 +19,8 @@ int DraftLength::next() {
   double best_rate = 1.0;  // plain decode: one token per step of cost 1
   for (int k = 1; k <= max_tokens_; ++k) {
     const double tokens = (1 - std::pow(p, k + 1)) / (1 - p);
-    const double rate = tokens / (1 + k * (kRowCost + token_cost_));
+    const int passes = (k + 1 + pass_rows_ - 1) / pass_rows_;
+    const double rate = tokens / (1 + k * (kRowCost + token_cost_) + (passes - 1) * kPassCost);
     if (rate > best_rate) best = k, best_rate = rate;
   }
   // Plain steps probe now and then, so that acceptance that recovers is seen; each probe that

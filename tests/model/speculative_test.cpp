@@ -68,7 +68,7 @@ struct Outcome {
 Outcome decode(Model& model, Sequence& seq, std::unique_ptr<Proposer> proposer, int n,
                int max_draft = 4) {
   Generation g(seq, tokenizer(), prompt(), greedy(n));
-  if (proposer) g.speculate(std::move(proposer), max_draft);
+  if (proposer) g.speculate(std::move(proposer), max_draft, model.pass_rows());
   Outcome out;
   generate(model, g, [&](const GeneratedToken& t) { out.tokens.push_back(t.id); });
   if (g.speculation()) out.stats = *g.speculation();
@@ -148,8 +148,9 @@ TEST(Speculation, BatchedWithOthersGivesTheSoloTokens) {
     seqs.push_back(std::make_unique<Sequence>(*model));
     gens.push_back(std::make_unique<Generation>(*seqs[i], tokenizer(), prompt(), greedy(30)));
   }
-  gens[0]->speculate(mtp_proposer(*model, *seqs[0]), 3);
-  gens[2]->speculate(std::make_unique<ScriptedProposer>(solo.tokens, prompt().size(), 2), 5);
+  gens[0]->speculate(mtp_proposer(*model, *seqs[0]), 3, model->pass_rows());
+  gens[2]->speculate(std::make_unique<ScriptedProposer>(solo.tokens, prompt().size(), 2), 5,
+                     model->pass_rows());
   std::vector<std::vector<TokenId>> out(3);
   std::vector<std::vector<float>> logits;
   while (!gens[0]->done() || !gens[1]->done() || !gens[2]->done()) {
@@ -178,7 +179,7 @@ TEST(Speculation, EosAmongTheDraftsEndsThere) {
   Sequence spec_seq(*model), ref_seq(*model);
   for (Sequence* s : {&spec_seq, &ref_seq}) {
     Generation g(*s, tokenizer(), prompt(), options);
-    if (s == &spec_seq) g.speculate(draft_proposer(*model, *model, 4096), 8);
+    if (s == &spec_seq) g.speculate(draft_proposer(*model, *model, 4096), 8, model->pass_rows());
     std::vector<TokenId> got;
     generate(*model, g, [&](const GeneratedToken& t) { got.push_back(t.id); });
     EXPECT_EQ(got,
@@ -210,10 +211,14 @@ TEST(NgramProposer, ProposesWhatFollowedTheLongestEarlierMatch) {
 // K follows acceptance: all drafts kept drives it to the most allowed, none to plain decoding,
 // with probes of K = 1 ever further apart while they fail, and close again once one succeeds.
 TEST(DraftLength, FollowsAcceptance) {
-  DraftLength good(8, 0.0);
+  DraftLength good(8, 0.0, 16);
   for (int i = 0; i < 20; ++i) good.observe(good.next(), 8);
   EXPECT_EQ(good.next(), 8);
-  DraftLength bad(8, 0.1);
+  // Where 6 rows share a pass, a seventh costs a pass more than it gives.
+  DraftLength one_pass(8, 0.0, 6);
+  for (int i = 0; i < 20; ++i) one_pass.observe(one_pass.next(), 5);
+  EXPECT_EQ(one_pass.next(), 5);
+  DraftLength bad(8, 0.1, 16);
   std::vector<int> probes;  // the steps that proposed
   for (int step = 0; step < 1000; ++step) {
     const int k = bad.next();

@@ -44,7 +44,8 @@ DecodeRun decode(Model& model, const Tokenizer& tokenizer, const SpecFlags* spec
   options.max_tokens = n;
   Generation g(seq, tokenizer, prompt, options);
   if (spec)
-    g.speculate(make_proposer(spec->options, model, seq, spec->draft.get()), spec->options.tokens);
+    g.speculate(make_proposer(spec->options, model, seq, spec->draft.get()), spec->options.tokens,
+                model.pass_rows());
   const size_t vocab = model.config().vocab_size;
   std::vector<std::vector<float>> logits;
   auto step = [&] {

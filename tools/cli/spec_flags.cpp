@@ -36,7 +36,8 @@ void SpecFlags::load(const Model& model, const Tokenizer& tokenizer,
 
 void SpecFlags::attach(Generation& g, Model& model, Sequence& sequence) {
   if (options.enabled())
-    g.speculate(make_proposer(options, model, sequence, draft.get()), options.tokens);
+    g.speculate(make_proposer(options, model, sequence, draft.get()), options.tokens,
+                model.pass_rows());
 }
 
 std::string SpecFlags::describe() const {

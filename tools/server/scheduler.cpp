@@ -60,7 +60,7 @@ struct Scheduler::Active {
         generation(sequence, tokenizer, job->prompt_, job->options_) {
     if (options.spec.enabled())
       generation.speculate(make_proposer(options.spec, model, sequence, options.draft),
-                           options.spec.tokens);
+                           options.spec.tokens, model.pass_rows());
   }
   std::shared_ptr<Job> job;
   Sequence sequence;
