@@ -66,6 +66,10 @@ struct GgufTensor {
   std::string describe() const;  // "q4_K [1024, 3072]" (ggml order)
 };
 
+// Whether `path` is a regular file that starts with GGUF's magic "GGUF" (what a model argument
+// that is not a folder is checked for).
+bool is_gguf_file(const std::filesystem::path& path);
+
 class GgufFile {
  public:
   // Maps (or reads, see MappedFile) and validates the whole file. Throws qwen3::Error naming the
