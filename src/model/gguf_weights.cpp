@@ -1,10 +1,15 @@
 // Binding a GGUF file's tensors to the model's weights: llama.cpp's names for the checkpoint's
 // (gguf-py's tensor_mapping.py), its dims reversed (ggml lists the fastest index first), and each
 // ggml type turned into what the kernels read.
+#include <algorithm>
+#include <atomic>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "io/quant_blocks.h"
 #include "model/gguf_model.h"
@@ -137,33 +142,52 @@ class Binder {
       case Conversion::in_place: return {float_dtype(t.type), data, rows, cols};
       case Conversion::repacked: {
         const DType to = t.type == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0;
-        auto& out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols));
-        interleave_rows(to, rows, cols, data, out.data());
+        uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
+        jobs_.push_back([=] { interleave_rows(to, rows, cols, data, out); });
         ++converted_[t.type];
-        return {to, out.data(), rows, cols};
+        return {to, out, rows, cols};
       }
       case Conversion::dequantized: break;
     }
     if (!io::ggml_type_info(t.type).dequantizable)
       throw Error(ErrorKind::unsupported, f_.name() + ": tensor " + t.name + ": type " +
                                               io::ggml_type_name(t.type) + " is not supported");
-    auto& out = w_.quantized.emplace_back(size_t(rows) * row_bytes(DType::bf16, cols));
-    auto* bf16 = reinterpret_cast<uint16_t*>(out.data());
-    std::vector<float> row(cols);
-    const size_t in_row = io::ggml_row_bytes(t.type, cols);
-    for (int r = 0; r < rows; ++r) {
-      io::dequantize_row(t.type, data + r * in_row, cols, row.data());
-      for (int i = 0; i < cols; ++i) bf16[size_t(r) * cols + i] = f32_to_bf16(row[i]);
-    }
+    uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(DType::bf16, cols)).data();
+    jobs_.push_back([=, type = t.type] {
+      auto* bf16 = reinterpret_cast<uint16_t*>(out);
+      std::vector<float> row(cols);
+      const size_t in_row = io::ggml_row_bytes(type, cols);
+      for (int r = 0; r < rows; ++r) {
+        io::dequantize_row(type, data + r * in_row, cols, row.data());
+        for (int i = 0; i < cols; ++i) bf16[size_t(r) * cols + i] = f32_to_bf16(row[i]);
+      }
+    });
     ++converted_[t.type];
-    return {DType::bf16, out.data(), rows, cols};
+    return {DType::bf16, out, rows, cols};
   }
 
+ public:
+  // The conversions the binding queued, one matrix per job, on every core: a 0.6B model's
+  // repacking took 3.8 s on one.
+  void convert() {
+    std::atomic<size_t> next = 0;
+    auto work = [&] {
+      for (size_t i; (i = next++) < jobs_.size();) jobs_[i]();
+    };
+    const size_t helpers = std::min<size_t>(jobs_.size(), std::thread::hardware_concurrency());
+    std::vector<std::thread> threads(helpers > 1 ? helpers - 1 : 0);
+    for (std::thread& t : threads) t = std::thread(work);
+    work();
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
   Weights& w_;
   const io::GgufFile& f_;
   const int64_t experts_;  // the stacked expert tensors' last dim
   std::set<std::string> read_;
   std::map<io::GgmlType, int> converted_;
+  std::vector<std::function<void()>> jobs_;  // conversions, run by convert()
 };
 
 }  // namespace
@@ -195,6 +219,7 @@ Weights load_gguf_weights(io::GgufFile file, const ModelConfig& c) {
   size_weights(c, w);
   Binder binder(w, c.num_experts);
   for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) { binder.bind(spec, slot); });
+  binder.convert();
   binder.finish();
   if (c.tie_word_embeddings) w.lm_head = w.embed_tokens;  // no output.weight: llama.cpp's fallback
   return w;
