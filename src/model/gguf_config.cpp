@@ -36,8 +36,8 @@ struct Keys {
   }
 };
 
-// llama.cpp's qwen3moe graph routes every layer to its experts and always renormalises the
-// chosen experts' weights (Qwen3-MoE's norm_topk_prob); the converter writes neither.
+// llama.cpp's qwen3moe and qwen35moe graphs route every layer to its experts and always
+// renormalise the chosen experts' weights (norm_topk_prob); the converter writes neither.
 void read_moe(const Keys& k, ModelConfig& c) {
   c.num_experts = k.positive("expert_count");
   c.num_experts_per_tok = k.positive("expert_used_count");
@@ -57,16 +57,68 @@ void read_moe(const Keys& k, ModelConfig& c) {
   c.norm_topk_prob = true;
   if (k.f.has_key(k.key("feed_forward_length")))
     c.intermediate_size = k.positive("feed_forward_length");
+}
+
+// Qwen3.5's hybrid layers from the ssm.* keys (convert_hf_to_gguf.py's Qwen3NextModel): every
+// full_attention_interval-th layer gated attention with partial RoPE, the others Gated DeltaNet
+// (key heads ssm.group_count of ssm.state_size, value heads ssm.time_step_rank sharing
+// ssm.inner_size). The converter appends an MTP head as nextn_predict_layers extra blocks, which
+// the engine does not read from a GGUF file (run -v lists them).
+void read_hybrid(const Keys& k, ModelConfig& c, FeedForward ffn) {
+  if (k.f.has_key(k.key("nextn_predict_layers")))
+    c.num_hidden_layers -= int(k.f.get_int(k.key("nextn_predict_layers")));
+  if (c.num_hidden_layers <= 0) k.bad(k.key("nextn_predict_layers"), "leaves no layer");
+  c.weight_prefix = "model.language_model.";
+  c.zero_centred_norms = true;
+  c.attn_output_gate = true;
+  c.rotary_dim = k.positive("rope.dimension_count");
+  if (c.rotary_dim > c.head_dim || c.rotary_dim % 2)
+    k.bad(k.key("rope.dimension_count"), "must be even and at most the head size");
+  c.linear_num_key_heads = k.positive("ssm.group_count");
+  c.linear_num_value_heads = k.positive("ssm.time_step_rank");
+  c.linear_key_head_dim = k.positive("ssm.state_size");
+  c.linear_conv_kernel_dim = k.positive("ssm.conv_kernel");
+  const int inner = k.positive("ssm.inner_size");
+  if (inner % c.linear_num_value_heads || c.linear_num_value_heads % c.linear_num_key_heads)
+    k.bad(k.key("ssm.inner_size"),
+          "must split into whole value heads, a multiple of the key heads");
+  c.linear_value_head_dim = inner / c.linear_num_value_heads;
+  const int interval = k.positive("full_attention_interval");
+  for (int i = 0; i < c.num_hidden_layers; ++i)
+    c.layers.push_back({(i + 1) % interval == 0 ? Mixer::attention : Mixer::gated_delta_net, ffn});
+}
+
+void read_dense(const Keys& k, ModelConfig& c) {
+  c.intermediate_size = k.positive("feed_forward_length");
+  c.layers.assign(c.num_hidden_layers, {Mixer::attention, FeedForward::mlp});
+}
+
+void read_qwen3_moe(const Keys& k, ModelConfig& c) {
+  read_moe(k, c);
   c.layers.assign(c.num_hidden_layers, {Mixer::attention, FeedForward::moe});
+}
+
+void read_qwen35(const Keys& k, ModelConfig& c) {
+  c.intermediate_size = k.positive("feed_forward_length");
+  read_hybrid(k, c, FeedForward::mlp);
+}
+
+// Every layer routes to experts and adds a shared expert.
+void read_qwen35_moe(const Keys& k, ModelConfig& c) {
+  read_moe(k, c);
+  c.shared_expert_intermediate_size = k.positive("expert_shared_feed_forward_length");
+  read_hybrid(k, c, FeedForward::moe);
 }
 
 struct GgufArchitecture {
   const char* name;        // general.architecture
   const char* model_type;  // config.json's
-  bool moe;
+  void (*read)(const Keys& k, ModelConfig& c);
 };
-constexpr GgufArchitecture kArchitectures[] = {{"qwen3", "qwen3", false},
-                                               {"qwen3moe", "qwen3_moe", true}};
+constexpr GgufArchitecture kArchitectures[] = {{"qwen3", "qwen3", read_dense},
+                                               {"qwen3moe", "qwen3_moe", read_qwen3_moe},
+                                               {"qwen35", "qwen3_5", read_qwen35},
+                                               {"qwen35moe", "qwen3_5_moe", read_qwen35_moe}};
 
 // The id of a token spelled `text` in tokenizer.ggml.tokens, or -1.
 int token_spelled(const io::GgufFile& f, std::string_view text) {
@@ -99,8 +151,9 @@ ModelConfig gguf_model_config(const io::GgufFile& f) {
   for (const GgufArchitecture& known : kArchitectures)
     if (arch == known.name) a = &known;
   if (!a)
-    throw Error(ErrorKind::unsupported, f.name() + ": architecture \"" + arch +
-                                            "\" is not supported (supported: qwen3, qwen3moe)");
+    throw Error(ErrorKind::unsupported,
+                f.name() + ": architecture \"" + arch +
+                    "\" is not supported (supported: qwen3, qwen3moe, qwen35, qwen35moe)");
   const Keys k{f, arch};
   ModelConfig c;
   c.model_type = a->model_type;
@@ -132,12 +185,7 @@ ModelConfig gguf_model_config(const io::GgufFile& f) {
   c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;  // llama.cpp's fallback
   c.torch_dtype = "unknown";  // a GGUF file mixes types; Weights::notes lists them
   read_special_tokens(f, c);
-  if (a->moe) {
-    read_moe(k, c);
-  } else {
-    c.intermediate_size = k.positive("feed_forward_length");
-    c.layers.assign(c.num_hidden_layers, {Mixer::attention, FeedForward::mlp});
-  }
+  a->read(k, c);
   return c;
 }
 

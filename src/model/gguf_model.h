@@ -12,7 +12,8 @@
 namespace qwen3 {
 
 // ModelConfig from `<arch>.*` keys as llama.cpp's convert_hf_to_gguf.py writes them, for
-// general.architecture qwen3 or qwen3moe. Throws qwen3::Error naming the file and the key.
+// general.architecture qwen3, qwen3moe, qwen35 or qwen35moe. Throws qwen3::Error naming the file
+// and the key.
 ModelConfig gguf_model_config(const io::GgufFile& file);
 
 // Where the tensor a checkpoint calls spec_name lies in a GGUF file: llama.cpp's name and, for a
@@ -22,11 +23,12 @@ struct GgufName {
   std::string name;  // "blk.3.attn_q.weight"
   int expert = -1;   // slice of a stacked [E, rows, cols] tensor
 };
-std::optional<GgufName> gguf_tensor_name(const std::string& spec_name);
+std::optional<GgufName> gguf_tensor_name(const std::string& spec_name, const ModelConfig& c);
 
 // Every tensor of c bound from the file: f32 / f16 / bf16 matrices in place; q8_0 and q4_0
 // repacked into the engine's row groups (owned memory); other types the engine has no kernel for
-// dequantized to bf16 at load (Weights::notes says which). The file moves into the result.
+// dequantized to bf16 at load; Qwen3.5's converted values turned back (Weights::notes says what
+// was converted). The file moves into the result.
 Weights load_gguf_weights(io::GgufFile file, const ModelConfig& c);
 
 }  // namespace qwen3

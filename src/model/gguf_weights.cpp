@@ -3,6 +3,7 @@
 // ggml type turned into what the kernels read.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -19,8 +20,9 @@ namespace qwen3 {
 
 namespace {
 
-// A decoder layer's tensors by their name after "model.layers.N." (convert_hf_to_gguf.py maps
-// Qwen3 and Qwen3-MoE without changing any value or layout: no permutation, no 1 + w).
+// A decoder layer's tensors by their name after "model.layers.N." (gguf-py's tensor_mapping.py).
+// Qwen3 and Qwen3-MoE are converted without changing any value or layout (no q/k permutation:
+// Qwen uses NeoX RoPE); Qwen3.5's values change (ValueTransform below).
 constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -29,11 +31,23 @@ constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"self_attn.o_proj.weight", "attn_output.weight"},
     {"self_attn.q_norm.weight", "attn_q_norm.weight"},
     {"self_attn.k_norm.weight", "attn_k_norm.weight"},
-    {"post_attention_layernorm.weight", "ffn_norm.weight"},
     {"mlp.gate_proj.weight", "ffn_gate.weight"},
     {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"},
     {"mlp.gate.weight", "ffn_gate_inp.weight"},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
+    {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight"},
+    {"linear_attn.in_proj_z.weight", "attn_gate.weight"},
+    {"linear_attn.in_proj_b.weight", "ssm_beta.weight"},
+    {"linear_attn.in_proj_a.weight", "ssm_alpha.weight"},
+    {"linear_attn.conv1d.weight", "ssm_conv1d.weight"},
+    {"linear_attn.A_log", "ssm_a"},
+    {"linear_attn.dt_bias", "ssm_dt.bias"},
+    {"linear_attn.norm.weight", "ssm_norm.weight"},
+    {"linear_attn.out_proj.weight", "ssm_out.weight"},
 };
 // An expert's projections, stacked over the experts into one 3-D tensor each.
 constexpr std::pair<const char*, const char*> kExpertNames[] = {
@@ -68,12 +82,56 @@ DType float_dtype(io::GgmlType t) {
   return t == io::GgmlType::f32 ? DType::f32 : t == io::GgmlType::f16 ? DType::f16 : DType::bf16;
 }
 
+// Qwen3.5's converter (Qwen3NextModel, _LinearAttentionVReorderBase) changes values; loading
+// undoes each change, so the layers see the checkpoint's own:
+// - zero-centred norm gains are stored as 1 + w: read as they are (the folder adds the 1);
+// - A_log is stored as A = -exp(A_log): log(-A) gives it back (to a rounding of the exp);
+// - with more value heads than key heads (r = nv / nk of them per key head), every tensor with a
+//   value-head axis has its heads reordered from grouped (head g r + i) to tiled (i nk + g).
+struct HeadOrder {
+  int64_t rows = 1, row_len = 0;  // the tensor as rows x row_len floats
+  int64_t first = 0, block = 0;   // in each row, nv blocks of `block` floats from `first`
+};
+
+// HF's grouped order of the value heads back from the file's tiled order.
+void untile_value_heads(float* x, const HeadOrder& o, int nk, int nv) {
+  const int r = nv / nk;
+  std::vector<float> tiled(size_t(nv * o.block));
+  for (int64_t row = 0; row < o.rows; ++row) {
+    float* heads = x + row * o.row_len + o.first;
+    std::copy_n(heads, tiled.size(), tiled.begin());
+    for (int g = 0; g < nk; ++g)
+      for (int i = 0; i < r; ++i)
+        std::copy_n(&tiled[size_t((i * nk + g) * o.block)], o.block, heads + (g * r + i) * o.block);
+  }
+}
+
+// Where a Gated DeltaNet tensor of shape [rows, cols] (a vector: [n], cols 1; the convolution
+// [C, K]) has its value heads; nullopt for other tensors, and when there is nothing to reorder.
+std::optional<HeadOrder> value_heads(const ModelConfig& c, const std::string& name, int64_t rows,
+                                     int64_t cols) {
+  const int nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
+  if (nv == nk || name.find(".linear_attn.") == std::string::npos) return std::nullopt;
+  const int64_t dv = c.linear_value_head_dim, qk = 2 * int64_t(nk) * c.linear_key_head_dim;
+  const std::string p = name.substr(name.find(".linear_attn.") + 13);
+  // value-head rows (of `cols` floats each) from row `first`
+  auto rows_of = [&](int64_t first, int64_t per_head) {
+    return HeadOrder{1, rows * cols, first * cols, per_head * cols};
+  };
+  if (p == "in_proj_qkv.weight" || p == "conv1d.weight") return rows_of(qk, dv);
+  if (p == "in_proj_z.weight") return rows_of(0, dv);
+  if (p == "in_proj_a.weight" || p == "in_proj_b.weight" || p == "A_log" || p == "dt_bias")
+    return rows_of(0, 1);
+  if (p == "out_proj.weight") return HeadOrder{rows, cols, 0, dv};  // columns
+  return std::nullopt;
+}
+
 class Binder {
  public:
-  Binder(Weights& w, int experts) : w_(w), f_(*w.gguf), experts_(experts) {}
+  Binder(Weights& w, const ModelConfig& c) : w_(w), f_(*w.gguf), c_(c) {}
 
   void bind(const TensorSpec& spec, TensorSlot slot) {
-    const std::optional<GgufName> where = gguf_tensor_name(spec.name);
+    const std::optional<GgufName> where = gguf_tensor_name(spec.name, c_);
     const io::GgufTensor& t = find(spec, where);
     read_.insert(t.name);
     int64_t n = 1;
@@ -81,8 +139,11 @@ class Binder {
     const size_t bytes = io::ggml_row_bytes(t.type, n);
     const auto* data =
         static_cast<const uint8_t*>(t.data) + size_t(std::max(where->expert, 0)) * bytes;
+    const int64_t rows = spec.shape[0], cols = n / std::max<int64_t>(rows, 1);
+    const std::optional<HeadOrder> heads = value_heads(c_, spec.name, rows, cols);
     if (auto* m = std::get_if<ops::Matrix*>(&slot))
-      return void(**m = matrix(t, data, int(spec.shape[0]), int(spec.shape[1])));
+      return void(**m = heads ? reordered(t, data, int(rows), int(cols), *heads)
+                              : matrix(t, data, int(rows), int(cols)));
     if (std::holds_alternative<PackedExperts>(slot))
       throw Error(ErrorKind::format, f_.name() + ": packed experts are not a GGUF layout");
     if (t.type != io::GgmlType::f32 && t.type != io::GgmlType::f16 && t.type != io::GgmlType::bf16)
@@ -91,13 +152,19 @@ class Binder {
     io::Buffer<float>& v = *std::get<io::Buffer<float>*>(slot);
     v.resize(n);
     io::dequantize_row(t.type, data, n, v.data());
-    if (spec.role == TensorRole::centred_norm)
-      for (float& x : v) x += 1.0f;
+    if (heads)
+      untile_value_heads(v.data(), *heads, c_.linear_num_key_heads, c_.linear_num_value_heads);
+    if (spec.name.ends_with(".A_log"))
+      for (float& x : v) x = std::log(-x);
   }
 
   // What was converted at load, by type ("q4_K: 12 matrices dequantized to bf16 ..."), and the
   // tensors no weight reads, grouped over the layers ("blk.*.rope_freqs.weight (28 tensors)").
   void finish() {
+    if (reordered_)
+      w_.notes.push_back(std::to_string(reordered_) +
+                         " Gated DeltaNet matrices with their value heads put back in "
+                         "Hugging Face's order at load (f32, or bf16 from other types)");
     for (const auto& [type, count] : converted_) {
       const bool repacked = conversion_of(type) == Conversion::repacked;
       w_.notes.push_back(std::string(io::ggml_type_name(type)) + ": " + std::to_string(count) +
@@ -122,12 +189,13 @@ class Binder {
                   f_.name() + ": no GGUF tensor name is known for " + spec.name);
     const io::GgufTensor* t = f_.find_tensor(where->name);
     if (!t) throw Error(ErrorKind::format, f_.name() + ": missing tensor " + where->name);
-    // ggml's dims: the checkpoint's shape reversed, then the experts; trailing 1s dropped.
+    // ggml's dims: the checkpoint's shape reversed, then the experts. Dims of 1 are dropped:
+    // the converter squeezes them (Qwen3.5's conv1d [C, 1, K], shared_expert_gate [1, D]).
     std::vector<int64_t> want(spec.shape.rbegin(), spec.shape.rend());
-    if (where->expert >= 0) want.push_back(experts_);
+    if (where->expert >= 0) want.push_back(c_.num_experts);
     std::vector<int64_t> got = t->dims;
-    while (got.size() > 1 && got.back() == 1) got.pop_back();
-    while (want.size() > 1 && want.back() == 1) want.pop_back();
+    std::erase(got, 1);
+    std::erase(want, 1);
     if (got != want) {
       std::string dims;
       for (int64_t d : want) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
@@ -166,6 +234,30 @@ class Binder {
     return {DType::bf16, out, rows, cols};
   }
 
+  // A matrix whose value heads move: dequantized whole, reordered, kept in f32 (from f32 or
+  // f16, exactly) or bf16 (from bf16 exactly, from the block types as their dequantization is).
+  ops::Matrix reordered(const io::GgufTensor& t, const uint8_t* data, int rows, int cols,
+                        const HeadOrder& heads) {
+    if (!io::ggml_type_info(t.type).dequantizable)
+      throw Error(ErrorKind::unsupported, f_.name() + ": tensor " + t.name + ": type " +
+                                              io::ggml_type_name(t.type) + " is not supported");
+    const bool wide = t.type == io::GgmlType::f32 || t.type == io::GgmlType::f16;
+    const DType to = wide ? DType::f32 : DType::bf16;
+    uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
+    jobs_.push_back(
+        [=, type = t.type, nk = c_.linear_num_key_heads, nv = c_.linear_num_value_heads] {
+          std::vector<float> x(size_t(rows) * cols);
+          io::dequantize_row(type, data, int64_t(x.size()), x.data());
+          untile_value_heads(x.data(), heads, nk, nv);
+          if (to == DType::f32)
+            return void(std::copy(x.begin(), x.end(), reinterpret_cast<float*>(out)));
+          auto* bf16 = reinterpret_cast<uint16_t*>(out);
+          for (size_t i = 0; i < x.size(); ++i) bf16[i] = f32_to_bf16(x[i]);
+        });
+    ++reordered_;
+    return {to, out, rows, cols};
+  }
+
  public:
   // The conversions the binding queued, one matrix per job, on every core: a 0.6B model's
   // repacking took 3.8 s on one.
@@ -184,24 +276,28 @@ class Binder {
  private:
   Weights& w_;
   const io::GgufFile& f_;
-  const int64_t experts_;  // the stacked expert tensors' last dim
+  const ModelConfig& c_;
   std::set<std::string> read_;
+  int reordered_ = 0;  // matrices whose value heads were put back in order
   std::map<io::GgmlType, int> converted_;
   std::vector<std::function<void()>> jobs_;  // conversions, run by convert()
 };
 
 }  // namespace
 
-std::optional<GgufName> gguf_tensor_name(const std::string& name) {
-  if (name == "model.embed_tokens.weight") return GgufName{"token_embd.weight"};
-  if (name == "model.norm.weight") return GgufName{"output_norm.weight"};
+std::optional<GgufName> gguf_tensor_name(const std::string& name, const ModelConfig& c) {
+  if (name == c.weight_prefix + "embed_tokens.weight") return GgufName{"token_embd.weight"};
+  if (name == c.weight_prefix + "norm.weight") return GgufName{"output_norm.weight"};
   if (name == "lm_head.weight") return GgufName{"output.weight"};
-  const std::string layers = "model.layers.";
+  const std::string layers = c.weight_prefix + "layers.";
   if (!name.starts_with(layers)) return std::nullopt;
   const auto layer = number_then(name.substr(layers.size()));
   if (!layer) return std::nullopt;
   const std::string blk = "blk." + std::to_string(layer->first) + ".";
   const std::string& rest = layer->second;
+  if (rest == "post_attention_layernorm.weight")  // Qwen3.5's has a name of its own
+    return GgufName{blk +
+                    (c.zero_centred_norms ? "post_attention_norm.weight" : "ffn_norm.weight")};
   for (const auto& [hf, gguf] : kLayerNames)
     if (rest == hf) return GgufName{blk + gguf};
   const std::string experts = "mlp.experts.";
@@ -217,7 +313,7 @@ Weights load_gguf_weights(io::GgufFile file, const ModelConfig& c) {
   Weights w{};
   w.gguf = std::move(file);
   size_weights(c, w);
-  Binder binder(w, c.num_experts);
+  Binder binder(w, c);
   for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) { binder.bind(spec, slot); });
   binder.convert();
   binder.finish();
