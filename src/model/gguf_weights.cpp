@@ -89,21 +89,32 @@ DType float_dtype(io::GgmlType t) {
 // - with more value heads than key heads (r = nv / nk of them per key head), every tensor with a
 //   value-head axis has its heads reordered from grouped (head g r + i) to tiled (i nk + g).
 struct HeadOrder {
-  int64_t rows = 1, row_len = 0;  // the tensor as rows x row_len floats
-  int64_t first = 0, block = 0;   // in each row, nv blocks of `block` floats from `first`
+  int64_t rows = 1, row_len = 0;  // the tensor as rows x row_len values
+  int64_t first = 0, block = 0;   // in each row, nv blocks of `block` values from `first`
+
+  // The same in bytes of a type of `bytes` per block of `size` values; nullopt where a head
+  // would split a block (a K-quant's 256 values across 128-wide heads).
+  std::optional<HeadOrder> in_bytes(int size, int bytes) const {
+    if (row_len % size || first % size || block % size) return std::nullopt;
+    auto b = [&](int64_t values) { return values / size * bytes; };
+    return HeadOrder{rows, b(row_len), b(first), b(block)};
+  }
 };
 
-// HF's grouped order of the value heads back from the file's tiled order.
-void untile_value_heads(float* x, const HeadOrder& o, int nk, int nv) {
+// HF's grouped order of the value heads back from the file's tiled order, on bytes (o in bytes).
+void untile_value_heads(uint8_t* x, const HeadOrder& o, int nk, int nv) {
   const int r = nv / nk;
-  std::vector<float> tiled(size_t(nv * o.block));
+  std::vector<uint8_t> tiled(size_t(nv * o.block));
   for (int64_t row = 0; row < o.rows; ++row) {
-    float* heads = x + row * o.row_len + o.first;
+    uint8_t* heads = x + row * o.row_len + o.first;
     std::copy_n(heads, tiled.size(), tiled.begin());
     for (int g = 0; g < nk; ++g)
       for (int i = 0; i < r; ++i)
         std::copy_n(&tiled[size_t((i * nk + g) * o.block)], o.block, heads + (g * r + i) * o.block);
   }
+}
+void untile_value_heads(float* x, const HeadOrder& o, int nk, int nv) {
+  untile_value_heads(reinterpret_cast<uint8_t*>(x), *o.in_bytes(1, sizeof(float)), nk, nv);
 }
 
 // Where a Gated DeltaNet tensor of shape [rows, cols] (a vector: [n], cols 1; the convolution
@@ -137,13 +148,24 @@ class Binder {
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
     const size_t bytes = io::ggml_row_bytes(t.type, n);
-    const auto* data =
+    const uint8_t* data =
         static_cast<const uint8_t*>(t.data) + size_t(std::max(where->expert, 0)) * bytes;
     const int64_t rows = spec.shape[0], cols = n / std::max<int64_t>(rows, 1);
     const std::optional<HeadOrder> heads = value_heads(c_, spec.name, rows, cols);
-    if (auto* m = std::get_if<ops::Matrix*>(&slot))
-      return void(**m = heads ? reordered(t, data, int(rows), int(cols), *heads)
-                              : matrix(t, data, int(rows), int(cols)));
+    if (auto* m = std::get_if<ops::Matrix*>(&slot)) {
+      if (heads) {
+        const io::GgmlTypeInfo& type = io::ggml_type_info(t.type);
+        const std::optional<HeadOrder> moved = heads->in_bytes(type.block_size, type.block_bytes);
+        if (!moved) return void(**m = reordered(t, data, int(rows), int(cols), *heads));
+        // whole blocks move: reorder a copy of the bytes, then treat it as the file's tensor
+        uint8_t* copy = w_.quantized.emplace_back(bytes).data();
+        std::copy_n(data, bytes, copy);
+        untile_value_heads(copy, *moved, c_.linear_num_key_heads, c_.linear_num_value_heads);
+        data = copy;
+        ++reordered_;
+      }
+      return void(**m = matrix(t, data, int(rows), int(cols)));
+    }
     if (std::holds_alternative<PackedExperts>(slot))
       throw Error(ErrorKind::format, f_.name() + ": packed experts are not a GGUF layout");
     if (t.type != io::GgmlType::f32 && t.type != io::GgmlType::f16 && t.type != io::GgmlType::bf16)
@@ -162,9 +184,13 @@ class Binder {
   // tensors no weight reads, grouped over the layers ("blk.*.rope_freqs.weight (28 tensors)").
   void finish() {
     if (reordered_)
-      w_.notes.push_back(std::to_string(reordered_) +
-                         " Gated DeltaNet matrices with their value heads put back in "
-                         "Hugging Face's order at load (f32, or bf16 from other types)");
+      w_.notes.push_back(
+          std::to_string(reordered_) +
+          " Gated DeltaNet matrices with their value heads put back in Hugging Face's order at "
+          "load" +
+          (dequantized_to_f32_ ? " (" + std::to_string(dequantized_to_f32_) +
+                                     " dequantized to f32: their heads split the type's blocks)"
+                               : std::string()));
     for (const auto& [type, count] : converted_) {
       const bool repacked = conversion_of(type) == Conversion::repacked;
       w_.notes.push_back(std::string(io::ggml_type_name(type)) + ": " + std::to_string(count) +
@@ -234,28 +260,23 @@ class Binder {
     return {DType::bf16, out, rows, cols};
   }
 
-  // A matrix whose value heads move: dequantized whole, reordered, kept in f32 (from f32 or
-  // f16, exactly) or bf16 (from bf16 exactly, from the block types as their dequantization is).
+  // A matrix whose value heads split its type's blocks: dequantized whole, reordered, kept in
+  // f32 (exactly the file's values).
   ops::Matrix reordered(const io::GgufTensor& t, const uint8_t* data, int rows, int cols,
                         const HeadOrder& heads) {
     if (!io::ggml_type_info(t.type).dequantizable)
       throw Error(ErrorKind::unsupported, f_.name() + ": tensor " + t.name + ": type " +
                                               io::ggml_type_name(t.type) + " is not supported");
-    const bool wide = t.type == io::GgmlType::f32 || t.type == io::GgmlType::f16;
-    const DType to = wide ? DType::f32 : DType::bf16;
-    uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
+    auto* out = reinterpret_cast<float*>(
+        w_.quantized.emplace_back(size_t(rows) * row_bytes(DType::f32, cols)).data());
     jobs_.push_back(
         [=, type = t.type, nk = c_.linear_num_key_heads, nv = c_.linear_num_value_heads] {
-          std::vector<float> x(size_t(rows) * cols);
-          io::dequantize_row(type, data, int64_t(x.size()), x.data());
-          untile_value_heads(x.data(), heads, nk, nv);
-          if (to == DType::f32)
-            return void(std::copy(x.begin(), x.end(), reinterpret_cast<float*>(out)));
-          auto* bf16 = reinterpret_cast<uint16_t*>(out);
-          for (size_t i = 0; i < x.size(); ++i) bf16[i] = f32_to_bf16(x[i]);
+          io::dequantize_row(type, data, int64_t(rows) * cols, out);
+          untile_value_heads(out, heads, nk, nv);
         });
     ++reordered_;
-    return {to, out, rows, cols};
+    ++dequantized_to_f32_;
+    return {DType::f32, out, rows, cols};
   }
 
  public:
@@ -278,7 +299,8 @@ class Binder {
   const io::GgufFile& f_;
   const ModelConfig& c_;
   std::set<std::string> read_;
-  int reordered_ = 0;  // matrices whose value heads were put back in order
+  int reordered_ = 0;           // matrices whose value heads were put back in order
+  int dequantized_to_f32_ = 0;  // of those, the ones whose heads split the type's blocks
   std::map<io::GgmlType, int> converted_;
   std::vector<std::function<void()>> jobs_;  // conversions, run by convert()
 };
