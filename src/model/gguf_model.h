@@ -27,8 +27,10 @@ std::optional<GgufName> gguf_tensor_name(const std::string& spec_name, const Mod
 
 // Every tensor of c bound from the file: f32 / f16 / bf16 matrices in place; q8_0 and q4_0
 // repacked into the engine's row groups (owned memory); other types the engine has no kernel for
-// dequantized to bf16 at load; Qwen3.5's converted values turned back (Weights::notes says what
-// was converted). The file moves into the result.
-Weights load_gguf_weights(io::GgufFile file, const ModelConfig& c);
+// dequantized to bf16 at load, or with quant (q8 / q4) requantized to q8_0 / q4_0 (keep_head:
+// not the embeddings and LM head); Qwen3.5's converted values turned back (Weights::notes says
+// what was converted). The file moves into the result.
+Weights load_gguf_weights(io::GgufFile file, const ModelConfig& c,
+                          WeightQuant quant = WeightQuant::none, bool keep_head = false);
 
 }  // namespace qwen3

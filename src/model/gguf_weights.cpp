@@ -139,7 +139,12 @@ std::optional<HeadOrder> value_heads(const ModelConfig& c, const std::string& na
 
 class Binder {
  public:
-  Binder(Weights& w, const ModelConfig& c) : w_(w), f_(*w.gguf), c_(c) {}
+  Binder(Weights& w, const ModelConfig& c, WeightQuant quant, bool keep_head)
+      : w_(w),
+        f_(*w.gguf),
+        c_(c),
+        requantize_to_(quant == WeightQuant::none ? DType::bf16 : quant_dtype(quant)),
+        keep_head_(keep_head) {}
 
   void bind(const TensorSpec& spec, TensorSlot slot) {
     const std::optional<GgufName> where = gguf_tensor_name(spec.name, c_);
@@ -164,7 +169,8 @@ class Binder {
         data = copy;
         ++reordered_;
       }
-      return void(**m = matrix(t, data, int(rows), int(cols)));
+      return void(**m =
+                      matrix(t, data, int(rows), int(cols), quantized_role(spec.role, keep_head_)));
     }
     if (std::holds_alternative<PackedExperts>(slot))
       throw Error(ErrorKind::format, f_.name() + ": packed experts are not a GGUF layout");
@@ -191,12 +197,16 @@ class Binder {
           (dequantized_to_f32_ ? " (" + std::to_string(dequantized_to_f32_) +
                                      " dequantized to f32: their heads split the type's blocks)"
                                : std::string()));
-    for (const auto& [type, count] : converted_) {
-      const bool repacked = conversion_of(type) == Conversion::repacked;
-      w_.notes.push_back(std::string(io::ggml_type_name(type)) + ": " + std::to_string(count) +
-                         (count == 1 ? " matrix " : " matrices ") +
-                         (repacked ? "repacked into the engine's row groups at load"
-                                   : "dequantized to bf16 at load (no kernel for the type yet)"));
+    for (const auto& [types, count] : converted_) {
+      const auto [from, to] = types;
+      const std::string what = conversion_of(from) == Conversion::repacked
+                                   ? "repacked into the engine's row groups at load"
+                               : to == DType::bf16
+                                   ? "dequantized to bf16 at load (no kernel for the type yet)"
+                                   : std::string("requantized to ") + dtype_name(to) +
+                                         " at load (--quant; no kernel for the type yet)";
+      w_.notes.push_back(std::string(io::ggml_type_name(from)) + ": " + std::to_string(count) +
+                         (count == 1 ? " matrix " : " matrices ") + what);
     }
     std::map<std::string, int> groups;
     for (const io::GgufTensor& t : f_.tensors()) {
@@ -231,14 +241,16 @@ class Binder {
     return *t;
   }
 
-  ops::Matrix matrix(const io::GgufTensor& t, const uint8_t* data, int rows, int cols) {
+  // quantized: whether --quant may turn this matrix into q8_0 / q4_0 (its role, --keep-head).
+  ops::Matrix matrix(const io::GgufTensor& t, const uint8_t* data, int rows, int cols,
+                     bool quantized) {
     switch (conversion_of(t.type)) {
       case Conversion::in_place: return {float_dtype(t.type), data, rows, cols};
       case Conversion::repacked: {
         const DType to = t.type == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0;
         uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
         jobs_.push_back([=] { interleave_rows(to, rows, cols, data, out); });
-        ++converted_[t.type];
+        ++converted_[{t.type, to}];
         return {to, out, rows, cols};
       }
       case Conversion::dequantized: break;
@@ -246,18 +258,27 @@ class Binder {
     if (!io::ggml_type_info(t.type).dequantizable)
       throw Error(ErrorKind::unsupported, f_.name() + ": tensor " + t.name + ": type " +
                                               io::ggml_type_name(t.type) + " is not supported");
-    uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(DType::bf16, cols)).data();
+    // bf16, or with --quant the engine's q8_0 / q4_0 straight away: a 30B model's K-quants in
+    // bf16 would need about four times the file's memory
+    const DType to = quantized ? requantize_to_ : DType::bf16;
+    uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
     jobs_.push_back([=, type = t.type] {
-      auto* bf16 = reinterpret_cast<uint16_t*>(out);
       std::vector<float> row(cols);
-      const size_t in_row = io::ggml_row_bytes(type, cols);
+      const size_t in_row = io::ggml_row_bytes(type, cols), out_row = row_bytes(to, cols);
+      std::vector<uint8_t> plain(is_block_quantized(to) ? size_t(rows) * out_row : 0);
       for (int r = 0; r < rows; ++r) {
         io::dequantize_row(type, data + r * in_row, cols, row.data());
-        for (int i = 0; i < cols; ++i) bf16[size_t(r) * cols + i] = f32_to_bf16(row[i]);
+        if (is_block_quantized(to)) {
+          quantize_row(to, row.data(), cols, &plain[size_t(r) * out_row]);
+          continue;
+        }
+        auto* bf16 = reinterpret_cast<uint16_t*>(out + size_t(r) * out_row);
+        for (int i = 0; i < cols; ++i) bf16[i] = f32_to_bf16(row[i]);
       }
+      if (is_block_quantized(to)) interleave_rows(to, rows, cols, plain.data(), out);
     });
-    ++converted_[t.type];
-    return {DType::bf16, out, rows, cols};
+    ++converted_[{t.type, to}];
+    return {to, out, rows, cols};
   }
 
   // A matrix whose value heads split its type's blocks: dequantized whole, reordered, kept in
@@ -298,11 +319,13 @@ class Binder {
   Weights& w_;
   const io::GgufFile& f_;
   const ModelConfig& c_;
+  const DType requantize_to_;  // what types without a kernel become: bf16, or --quant's type
+  const bool keep_head_;
   std::set<std::string> read_;
   int reordered_ = 0;           // matrices whose value heads were put back in order
   int dequantized_to_f32_ = 0;  // of those, the ones whose heads split the type's blocks
-  std::map<io::GgmlType, int> converted_;
-  std::vector<std::function<void()>> jobs_;  // conversions, run by convert()
+  std::map<std::pair<io::GgmlType, DType>, int> converted_;  // matrices, by file and kernel type
+  std::vector<std::function<void()>> jobs_;                  // conversions, run by convert()
 };
 
 }  // namespace
@@ -331,11 +354,12 @@ std::optional<GgufName> gguf_tensor_name(const std::string& name, const ModelCon
   return std::nullopt;
 }
 
-Weights load_gguf_weights(io::GgufFile file, const ModelConfig& c) {
+Weights load_gguf_weights(io::GgufFile file, const ModelConfig& c, WeightQuant quant,
+                          bool keep_head) {
   Weights w{};
   w.gguf = std::move(file);
   size_weights(c, w);
-  Binder binder(w, c);
+  Binder binder(w, c, quant, keep_head);
   for_each_tensor(c, w, [&](const TensorSpec& spec, TensorSlot slot) { binder.bind(spec, slot); });
   binder.convert();
   binder.finish();

@@ -224,8 +224,9 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     throw Error(ErrorKind::unsupported,
                 m->config_.head_dim % 2 ? "a bf16 KV cache needs an even head_dim"
                                         : "a bf16 KV cache needs --activations bf16 (AVX512_BF16)");
-  Weights w = gguf ? load_gguf_weights(std::move(*gguf), m->config_)
-                   : load_weights(dir, m->config_, !options.mmap);
+  Weights w =
+      gguf ? load_gguf_weights(std::move(*gguf), m->config_, options.quant, options.keep_head)
+           : load_weights(dir, m->config_, !options.mmap);
   if (options.quant != WeightQuant::none)
     quantize_weights(m->config_, w, quant_dtype(options.quant), options.keep_head, *rt);
   DType kv = DType::f32;

@@ -152,7 +152,12 @@ double kl(const float* p_logits, const float* q_logits, size_t n) {
   return d;
 }
 
-class GgufLlamaCpp : public testing::TestWithParam<std::string> {};
+struct LlamaCase {
+  std::string type;            // the file: qwen3-256-<type>.gguf
+  std::string quant = "none";  // --quant at load: K-quants straight to the engine's q8_0
+};
+
+class GgufLlamaCpp : public testing::TestWithParam<LlamaCase> {};
 
 // The same quantized file in both engines. llama.cpp multiplies q8_0 / q4_0 / K-quant weights
 // with activations rounded to 8 bits (q8_0 / q8_K blocks); the engine rounds activations for its
@@ -160,8 +165,9 @@ class GgufLlamaCpp : public testing::TestWithParam<std::string> {};
 // logits agree closely but not bit for bit. Greedy tokens must agree wherever llama.cpp's own
 // margin between its two best tokens exceeds 0.01.
 TEST_P(GgufLlamaCpp, MatchesLlamaCppLogits) {
-  const std::string type = GetParam();
-  auto model = Model::load(gguf("qwen3-256-" + type + ".gguf"), {.threads = 2});
+  const std::string type = GetParam().type;
+  auto model = Model::load(gguf("qwen3-256-" + type + ".gguf"),
+                           {.threads = 2, .quant = parse_weight_quant(GetParam().quant)});
   uint32_t vocab = 0;
   const auto prompts = read_llama_logits(gguf("qwen3-256-" + type + ".llama-logits.bin"), vocab);
   ASSERT_EQ(vocab, uint32_t(model->config().vocab_size));
@@ -186,14 +192,22 @@ TEST_P(GgufLlamaCpp, MatchesLlamaCppLogits) {
       }
     }
   }
-  std::printf("%s vs llama.cpp: mean KL %.3g, max KL %.3g over %d positions; greedy %d/%d\n",
-              type.c_str(), sum_kl / rows, max_kl, rows, agree, decisive);
+  std::printf(
+      "%s (--quant %s) vs llama.cpp: mean KL %.3g, max KL %.3g over %d positions; "
+      "greedy %d/%d\n",
+      type.c_str(), GetParam().quant.c_str(), sum_kl / rows, max_kl, rows, agree, decisive);
   EXPECT_LE(sum_kl / rows, 1e-4);
   EXPECT_GT(decisive, rows / 2);
   EXPECT_EQ(agree, decisive);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, GgufLlamaCpp, testing::Values("q8_0", "q4_0", "q4_k_m"));
+INSTANTIATE_TEST_SUITE_P(Types, GgufLlamaCpp,
+                         testing::Values(LlamaCase{"q8_0"}, LlamaCase{"q4_0"}, LlamaCase{"q4_k_m"},
+                                         LlamaCase{"q4_k_m", "q8"}),
+                         [](const auto& info) {
+                           return info.param.type +
+                                  (info.param.quant == "none" ? "" : "_as_" + info.param.quant);
+                         });
 
 TEST(GgufModel, NotesWhatItConverted) {
   EXPECT_TRUE(Model::load(gguf("qwen3-tiny-untied-f32.gguf"))->load_notes().empty());
@@ -203,6 +217,12 @@ TEST(GgufModel, NotesWhatItConverted) {
   EXPECT_NE(notes.find("q4_K: "), std::string::npos) << notes;
   EXPECT_NE(notes.find("q6_K: "), std::string::npos) << notes;
   EXPECT_NE(notes.find("dequantized to bf16"), std::string::npos) << notes;
+  // with --quant q8 the K-quants become the engine's q8_0, whose kernels the model then runs
+  const auto as_q8 = Model::load(gguf("qwen3-256-q4_k_m.gguf"), {.quant = WeightQuant::q8});
+  ASSERT_FALSE(as_q8->load_notes().empty());
+  EXPECT_NE(as_q8->load_notes()[0].find("q4_K: 5 matrices requantized to q8_0"), std::string::npos)
+      << as_q8->load_notes()[0];
+  EXPECT_STREQ(as_q8->kv_cache(), "f16");
   const auto q8 = Model::load(gguf("qwen3-256-q8_0.gguf"));
   ASSERT_FALSE(q8->load_notes().empty());
   EXPECT_NE(q8->load_notes()[0].find("q8_0: "), std::string::npos) << q8->load_notes()[0];
