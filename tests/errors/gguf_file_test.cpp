@@ -63,8 +63,10 @@ class BadGguf : public testing::Test {
 
 TEST_F(BadGguf, TruncatedInTheMetadata) {
   bytes_.resize(bytes_.size() / 50);
-  expect_error(load_model, ErrorKind::format, {path_.filename().string(), "past the end of the file"});
-  expect_error(load_tokenizer, ErrorKind::format, {path_.filename().string(), "past the end of the file"});
+  expect_error(load_model, ErrorKind::format,
+               {path_.filename().string(), "past the end of the file"});
+  expect_error(load_tokenizer, ErrorKind::format,
+               {path_.filename().string(), "past the end of the file"});
 }
 
 TEST_F(BadGguf, TensorDataPastTheEnd) {
@@ -86,6 +88,17 @@ TEST_F(BadGguf, TensorOfTheWrongShape) {
   replace("blk.0.attn_q.weight", "blk.0.attn_x.weight");
   replace("blk.0.attn_k.weight", "blk.0.attn_q.weight");  // attn_q [256, 256] is now [256, 128]
   expect_error(load_model, ErrorKind::shape, {"blk.0.attn_q.weight", "expected [256, 256]"});
+}
+
+TEST_F(BadGguf, TypeWithoutAKernelOrADequantizer) {
+  // attn_q's tensor info: name, n_dims 2, dims 256 and 256, then its type: q8_0 (8) becomes
+  // iq2_xxs (16), whose 256-value blocks fit in the q8_0 bytes, so the container stays valid
+  const std::string name = "blk.0.attn_q.weight";
+  const size_t type_at = bytes_.find(name) + name.size() + 4 + 2 * 8;
+  ASSERT_EQ(bytes_[type_at], 8);
+  bytes_[type_at] = 16;
+  expect_error(load_model, ErrorKind::unsupported,
+               {"blk.0.attn_q.weight", "iq2_xxs", "not supported"});
 }
 
 TEST_F(BadGguf, MissingConfigKey) {
