@@ -14,15 +14,17 @@
 
 #include "io/quant_blocks.h"
 #include "model/gguf_model.h"
+#include "model/gguf_value_heads.h"
 #include "qwen3/error.h"
 
 namespace qwen3 {
 
 namespace {
 
-// A decoder layer's tensors by their name after "model.layers.N." (gguf-py's tensor_mapping.py).
-// Qwen3 and Qwen3-MoE are converted without changing any value or layout (no q/k permutation:
-// Qwen uses NeoX RoPE); Qwen3.5's values change (ValueTransform below).
+// A decoder layer's tensors by their name after "<weight_prefix>layers.N." (gguf-py's
+// tensor_mapping.py). Qwen3 and Qwen3-MoE are converted without changing any value or layout (no
+// q/k permutation: Qwen uses NeoX RoPE); Qwen3.5's values change (gguf_value_heads.h, and A_log
+// and the norms in Binder::bind).
 constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -64,7 +66,8 @@ std::optional<std::pair<int, std::string>> number_then(const std::string& s) {
   return std::pair{std::stoi(s.substr(0, dot)), s.substr(dot + 1)};
 }
 
-// What the kernels read for a ggml type: the same bytes in place, repacked blocks, or bf16.
+// What the kernels read for a ggml type: the same bytes in place, repacked blocks, or a
+// dequantization (bf16, or --quant's type).
 enum class Conversion { in_place, repacked, dequantized };
 
 Conversion conversion_of(io::GgmlType t) {
@@ -80,61 +83,6 @@ Conversion conversion_of(io::GgmlType t) {
 
 DType float_dtype(io::GgmlType t) {
   return t == io::GgmlType::f32 ? DType::f32 : t == io::GgmlType::f16 ? DType::f16 : DType::bf16;
-}
-
-// Qwen3.5's converter (Qwen3NextModel, _LinearAttentionVReorderBase) changes values; loading
-// undoes each change, so the layers see the checkpoint's own:
-// - zero-centred norm gains are stored as 1 + w: read as they are (the folder adds the 1);
-// - A_log is stored as A = -exp(A_log): log(-A) gives it back (to a rounding of the exp);
-// - with more value heads than key heads (r = nv / nk of them per key head), every tensor with a
-//   value-head axis has its heads reordered from grouped (head g r + i) to tiled (i nk + g).
-struct HeadOrder {
-  int64_t rows = 1, row_len = 0;  // the tensor as rows x row_len values
-  int64_t first = 0, block = 0;   // in each row, nv blocks of `block` values from `first`
-
-  // The same in bytes of a type of `bytes` per block of `size` values; nullopt where a head
-  // would split a block (a K-quant's 256 values across 128-wide heads).
-  std::optional<HeadOrder> in_bytes(int size, int bytes) const {
-    if (row_len % size || first % size || block % size) return std::nullopt;
-    auto b = [&](int64_t values) { return values / size * bytes; };
-    return HeadOrder{rows, b(row_len), b(first), b(block)};
-  }
-};
-
-// HF's grouped order of the value heads back from the file's tiled order, on bytes (o in bytes).
-void untile_value_heads(uint8_t* x, const HeadOrder& o, int nk, int nv) {
-  const int r = nv / nk;
-  std::vector<uint8_t> tiled(size_t(nv * o.block));
-  for (int64_t row = 0; row < o.rows; ++row) {
-    uint8_t* heads = x + row * o.row_len + o.first;
-    std::copy_n(heads, tiled.size(), tiled.begin());
-    for (int g = 0; g < nk; ++g)
-      for (int i = 0; i < r; ++i)
-        std::copy_n(&tiled[size_t((i * nk + g) * o.block)], o.block, heads + (g * r + i) * o.block);
-  }
-}
-void untile_value_heads(float* x, const HeadOrder& o, int nk, int nv) {
-  untile_value_heads(reinterpret_cast<uint8_t*>(x), *o.in_bytes(1, sizeof(float)), nk, nv);
-}
-
-// Where a Gated DeltaNet tensor of shape [rows, cols] (a vector: [n], cols 1; the convolution
-// [C, K]) has its value heads; nullopt for other tensors, and when there is nothing to reorder.
-std::optional<HeadOrder> value_heads(const ModelConfig& c, const std::string& name, int64_t rows,
-                                     int64_t cols) {
-  const int nk = c.linear_num_key_heads, nv = c.linear_num_value_heads;
-  if (nv == nk || name.find(".linear_attn.") == std::string::npos) return std::nullopt;
-  const int64_t dv = c.linear_value_head_dim, qk = 2 * int64_t(nk) * c.linear_key_head_dim;
-  const std::string p = name.substr(name.find(".linear_attn.") + 13);
-  // value-head rows (of `cols` floats each) from row `first`
-  auto rows_of = [&](int64_t first, int64_t per_head) {
-    return HeadOrder{1, rows * cols, first * cols, per_head * cols};
-  };
-  if (p == "in_proj_qkv.weight" || p == "conv1d.weight") return rows_of(qk, dv);
-  if (p == "in_proj_z.weight") return rows_of(0, dv);
-  if (p == "in_proj_a.weight" || p == "in_proj_b.weight" || p == "A_log" || p == "dt_bias")
-    return rows_of(0, 1);
-  if (p == "out_proj.weight") return HeadOrder{rows, cols, 0, dv};  // columns
-  return std::nullopt;
 }
 
 class Binder {
@@ -182,6 +130,9 @@ class Binder {
     io::dequantize_row(t.type, data, n, v.data());
     if (heads)
       untile_value_heads(v.data(), *heads, c_.linear_num_key_heads, c_.linear_num_value_heads);
+    // Qwen3.5: A_log is stored as A = -exp(A_log), and log(-A) gives it back to a rounding of
+    // the exp; zero-centred norm gains are stored as 1 + w, so unlike a folder's they are read
+    // as they are (TensorRole::centred_norm adds nothing here).
     if (spec.name.ends_with(".A_log"))
       for (float& x : v) x = std::log(-x);
   }
