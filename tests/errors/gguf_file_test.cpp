@@ -11,6 +11,7 @@
 #include "qwen3/chat.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
+#include "qwen3/quantize.h"
 #include "qwen3/tokenizer.h"
 #include "test_paths.h"
 
@@ -119,6 +120,20 @@ TEST_F(BadGguf, NoChatTemplateInTheMetadata) {
 TEST_F(BadGguf, NotAGgufFileNorAFolder) {
   bytes_.replace(0, 4, "GGUX");
   expect_error(load_model, ErrorKind::io, {"not a model folder", "GGUF file"});
+}
+
+// `qwen3 quantize` writes folders from folders; a GGUF file is quantized at load instead.
+TEST(GgufQuantize, RefusedWithTheWayThatWorks) {
+  const fs::path out =
+      fs::temp_directory_path() / ("qwen3-gguf-quantize-" + std::to_string(::getpid()));
+  try {
+    quantize_model(test::fixtures() / "gguf" / "qwen3-tiny-untied-f32.gguf", out, {});
+    FAIL() << "quantized a GGUF file into a folder";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::unsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--quant q8|q4"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace
