@@ -1,6 +1,9 @@
 // Binding a GGUF file's tensors to the model's weights: llama.cpp's names for the checkpoint's
 // (gguf-py's tensor_mapping.py), its dims reversed (ggml lists the fastest index first), and each
 // ggml type turned into what the kernels read.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -85,6 +88,16 @@ DType float_dtype(io::GgmlType t) {
   return t == io::GgmlType::f32 ? DType::f32 : t == io::GgmlType::f16 ? DType::f16 : DType::bf16;
 }
 
+// Gives back the whole pages of a file's tensor once it is converted into owned memory and no
+// longer read: a mapped file's (the kernel would read them back from the file) or those of a file
+// read into memory. Without it a Q8_0 model held both its file and its repacked copy, twice its
+// size in RSS. Pages shared with a neighbouring tensor are kept.
+void give_back(const void* data, size_t bytes) {
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE)), begin = uintptr_t(data);
+  const uintptr_t first = (begin + page - 1) & ~(page - 1), last = (begin + bytes) & ~(page - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 class Binder {
  public:
   Binder(Weights& w, const ModelConfig& c, WeightQuant quant, bool keep_head)
@@ -114,6 +127,7 @@ class Binder {
         uint8_t* copy = w_.quantized.emplace_back(bytes).data();
         std::copy_n(data, bytes, copy);
         untile_value_heads(copy, *moved, c_.linear_num_key_heads, c_.linear_num_value_heads);
+        give_back(data, bytes);
         data = copy;
         ++reordered_;
       }
@@ -200,7 +214,10 @@ class Binder {
       case Conversion::repacked: {
         const DType to = t.type == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0;
         uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
-        jobs_.push_back([=] { interleave_rows(to, rows, cols, data, out); });
+        jobs_.push_back([=] {
+          interleave_rows(to, rows, cols, data, out);
+          give_back(data, size_t(rows) * row_bytes(to, cols));
+        });
         ++converted_[{t.type, to}];
         return {to, out, rows, cols};
       }
@@ -227,6 +244,7 @@ class Binder {
         for (int i = 0; i < cols; ++i) bf16[i] = f32_to_bf16(row[i]);
       }
       if (is_block_quantized(to)) interleave_rows(to, rows, cols, plain.data(), out);
+      give_back(data, rows * in_row);
     });
     ++converted_[{t.type, to}];
     return {to, out, rows, cols};
@@ -245,6 +263,7 @@ class Binder {
         [=, type = t.type, nk = c_.linear_num_key_heads, nv = c_.linear_num_value_heads] {
           io::dequantize_row(type, data, int64_t(rows) * cols, out);
           untile_value_heads(out, heads, nk, nv);
+          give_back(data, io::ggml_row_bytes(type, int64_t(rows) * cols));
         });
     ++reordered_;
     ++dequantized_to_f32_;

@@ -209,6 +209,18 @@ INSTANTIATE_TEST_SUITE_P(Types, GgufLlamaCpp,
                                   (info.param.quant == "none" ? "" : "_as_" + info.param.quant);
                          });
 
+// Read into memory, the file's converted tensors are given back after conversion (their pages
+// zeroed): nothing may read them again, so the logits are the mapped file's, bit for bit.
+TEST(GgufModel, ReadIntoMemoryGivesTheMappedFilesLogits) {
+  const std::vector<TokenId> ids = {1, 13, 100, 200, 300, 400, 500, 7};
+  for (const char* file :
+       {"qwen3-256-q8_0.gguf", "qwen3-256-q4_k_m.gguf", "qwen35-tiny-moe-bf16.gguf"}) {
+    auto mapped = Model::load(gguf(file), {.threads = 2});
+    auto read = Model::load(gguf(file), {.threads = 2, .mmap = false});
+    EXPECT_EQ(prompt_logits(*read, ids), prompt_logits(*mapped, ids)) << file;
+  }
+}
+
 TEST(GgufModel, NotesWhatItConverted) {
   EXPECT_TRUE(Model::load(gguf("qwen3-tiny-untied-f32.gguf"))->load_notes().empty());
   const auto q4_k = Model::load(gguf("qwen3-256-q4_k_m.gguf"));
