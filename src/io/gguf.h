@@ -80,6 +80,8 @@ class GgufFile {
   static GgufFile parse(const uint8_t* data, size_t size, const std::string& name);
 
   const std::string& name() const { return name_; }
+  // Whether the bytes are the file's own map or copy (open), rather than the caller's (parse).
+  bool owns_bytes() const { return file_ != nullptr; }
   uint32_t version() const { return 3; }
   size_t alignment() const { return alignment_; }
   size_t data_offset() const { return data_offset_; }  // where the data section starts in the file

@@ -91,7 +91,7 @@ DType float_dtype(io::GgmlType t) {
 // Gives back the whole pages of a file's tensor once it is converted into owned memory and no
 // longer read: a mapped file's (the kernel would read them back from the file) or those of a file
 // read into memory. Without it a Q8_0 model held both its file and its repacked copy, twice its
-// size in RSS. Pages shared with a neighbouring tensor are kept.
+// size in RSS. Pages shared with a neighbouring tensor are kept. Only for bytes the GgufFile owns.
 void give_back(const void* data, size_t bytes) {
   const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE)), begin = uintptr_t(data);
   const uintptr_t first = (begin + page - 1) & ~(page - 1), last = (begin + bytes) & ~(page - 1);
@@ -103,6 +103,7 @@ class Binder {
   Binder(Weights& w, const ModelConfig& c, WeightQuant quant, bool keep_head)
       : w_(w),
         f_(*w.gguf),
+        owns_bytes_(w.gguf->owns_bytes()),
         c_(c),
         requantize_to_(quant == WeightQuant::none ? DType::bf16 : quant_dtype(quant)),
         keep_head_(keep_head) {}
@@ -127,7 +128,7 @@ class Binder {
         uint8_t* copy = w_.quantized.emplace_back(bytes).data();
         std::copy_n(data, bytes, copy);
         untile_value_heads(copy, *moved, c_.linear_num_key_heads, c_.linear_num_value_heads);
-        give_back(data, bytes);
+        if (owns_bytes_) give_back(data, bytes);
         data = copy;
         ++reordered_;
       }
@@ -214,9 +215,9 @@ class Binder {
       case Conversion::repacked: {
         const DType to = t.type == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0;
         uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
-        jobs_.push_back([=] {
+        jobs_.push_back([=, release = owns_bytes_] {
           interleave_rows(to, rows, cols, data, out);
-          give_back(data, size_t(rows) * row_bytes(to, cols));
+          if (release) give_back(data, size_t(rows) * row_bytes(to, cols));
         });
         ++converted_[{t.type, to}];
         return {to, out, rows, cols};
@@ -230,7 +231,7 @@ class Binder {
     // bf16 would need about four times the file's memory
     const DType to = quantized ? requantize_to_ : DType::bf16;
     uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
-    jobs_.push_back([=, type = t.type] {
+    jobs_.push_back([=, type = t.type, release = owns_bytes_] {
       std::vector<float> row(cols);
       const size_t in_row = io::ggml_row_bytes(type, cols), out_row = row_bytes(to, cols);
       std::vector<uint8_t> plain(is_block_quantized(to) ? size_t(rows) * out_row : 0);
@@ -244,7 +245,7 @@ class Binder {
         for (int i = 0; i < cols; ++i) bf16[i] = f32_to_bf16(row[i]);
       }
       if (is_block_quantized(to)) interleave_rows(to, rows, cols, plain.data(), out);
-      give_back(data, rows * in_row);
+      if (release) give_back(data, rows * in_row);
     });
     ++converted_[{t.type, to}];
     return {to, out, rows, cols};
@@ -259,12 +260,12 @@ class Binder {
                                               io::ggml_type_name(t.type) + " is not supported");
     auto* out = reinterpret_cast<float*>(
         w_.quantized.emplace_back(size_t(rows) * row_bytes(DType::f32, cols)).data());
-    jobs_.push_back(
-        [=, type = t.type, nk = c_.linear_num_key_heads, nv = c_.linear_num_value_heads] {
-          io::dequantize_row(type, data, int64_t(rows) * cols, out);
-          untile_value_heads(out, heads, nk, nv);
-          give_back(data, io::ggml_row_bytes(type, int64_t(rows) * cols));
-        });
+    jobs_.push_back([=, type = t.type, nk = c_.linear_num_key_heads, nv = c_.linear_num_value_heads,
+                     release = owns_bytes_] {
+      io::dequantize_row(type, data, int64_t(rows) * cols, out);
+      untile_value_heads(out, heads, nk, nv);
+      if (release) give_back(data, io::ggml_row_bytes(type, int64_t(rows) * cols));
+    });
     ++reordered_;
     ++dequantized_to_f32_;
     return {DType::f32, out, rows, cols};
@@ -288,6 +289,7 @@ class Binder {
  private:
   Weights& w_;
   const io::GgufFile& f_;
+  const bool owns_bytes_;  // whether converted tensors' pages may be given back (give_back)
   const ModelConfig& c_;
   const DType requantize_to_;  // what types without a kernel become: bf16, or --quant's type
   const bool keep_head_;
