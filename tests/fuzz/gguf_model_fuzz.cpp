@@ -22,10 +22,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 }
 
 std::vector<std::vector<uint8_t>> fuzz_seeds() {
-  // A llama-quantize'd Q8_0 model (q8_0 matrices to repack, a q6_K embedding to dequantize) and
-  // the MoE in BF16 (stacked experts), when run from tests/fixtures as ctest does.
+  // llama-quantize'd Q8_0 and Q4_K_M models (q8_0 matrices to repack, K-quants to dequantize),
+  // the MoE in BF16 (stacked experts) and Qwen3.5-MoE (value heads to reorder), when run from
+  // tests/fixtures as ctest does.
   std::vector<std::vector<uint8_t>> seeds;
-  for (const char* name : {"gguf/qwen3-256-q8_0.gguf", "gguf/qwen3moe-tiny-bf16.gguf"}) {
+  for (const char* name : {"gguf/qwen3-256-q8_0.gguf", "gguf/qwen3-256-q4_k_m.gguf",
+                           "gguf/qwen3moe-tiny-bf16.gguf", "gguf/qwen35-tiny-moe-bf16.gguf"}) {
     std::ifstream in(name, std::ios::binary);
     if (in)
       seeds.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
