@@ -28,6 +28,7 @@ class ChatTemplate {
  public:
   // Reads MODEL_DIR/chat_template.jinja where there is one (newer Hub repos, Qwen3.5), else the
   // "chat_template" of MODEL_DIR/tokenizer_config.json; the file wins over the key, as in HF.
+  // Given a GGUF file instead: its tokenizer.chat_template.
   static ChatTemplate load(const std::filesystem::path& model_dir);
   explicit ChatTemplate(std::string source);  // parses; throws qwen3::Error (format) with line:col
 

@@ -15,7 +15,8 @@ using TokenId = int32_t;
 
 class Tokenizer {
  public:
-  // Reads MODEL_DIR/tokenizer.json (and tokenizer_config.json when present).
+  // Reads MODEL_DIR/tokenizer.json (and tokenizer_config.json when present), or, given a GGUF
+  // file, its tokenizer.ggml.* metadata (the same ids as the tokenizer.json it was made from).
   // Throws qwen3::Error naming the file on anything it cannot use.
   static Tokenizer load(const std::filesystem::path& model_dir);
 

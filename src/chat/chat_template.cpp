@@ -3,9 +3,11 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <utility>
 
 #include "chat/interpreter.h"
 #include "chat/parser.h"
+#include "io/gguf.h"
 #include "qwen3/chat.h"
 #include "qwen3/error.h"
 
@@ -135,7 +137,16 @@ std::string read_text(const std::filesystem::path& file) {
 
 }  // namespace
 
-ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
+namespace {
+
+// A template's text, where it came from (for errors), and the special tokens HF passes it.
+struct TemplateSource {
+  std::string text;
+  std::string file;
+  nlohmann::json config;  // tokenizer_config.json's bos_token and eos_token, where they are
+};
+
+TemplateSource folder_template(const std::filesystem::path& model_dir) {
   // HF reads tokenizer_config.json (where there is one) for the special tokens either way; a
   // chat_template.jinja beside it replaces the config's template ("clobbers", in transformers'
   // words).
@@ -143,20 +154,46 @@ ChatTemplate ChatTemplate::load(const std::filesystem::path& model_dir) {
   const auto jinja_file = model_dir / "chat_template.jinja";
   std::error_code ec;
   const bool has_jinja = std::filesystem::is_regular_file(jinja_file, ec);
-  const nlohmann::json config = has_jinja && !std::filesystem::exists(config_file, ec)
-                                    ? nlohmann::json::object()
-                                    : read_config(config_file);
-  const auto& source_file = has_jinja ? jinja_file : config_file;
-  std::string source =
-      has_jinja ? read_text(jinja_file) : config_template(config, config_file, jinja_file);
+  TemplateSource t;
+  t.config = has_jinja && !std::filesystem::exists(config_file, ec) ? nlohmann::json::object()
+                                                                    : read_config(config_file);
+  t.file = (has_jinja ? jinja_file : config_file).string();
+  t.text = has_jinja ? read_text(jinja_file) : config_template(t.config, config_file, jinja_file);
+  return t;
+}
+
+// A GGUF file's tokenizer.chat_template, with the tokens of its bos and eos ids as llama.cpp
+// passes them to the template.
+TemplateSource gguf_template(const std::filesystem::path& file) {
+  const io::GgufFile f = io::GgufFile::open(file);
+  if (!f.has_key("tokenizer.chat_template"))
+    throw Error(ErrorKind::format, f.name() +
+                                       ": no chat template in the metadata "
+                                       "(tokenizer.chat_template)");
+  TemplateSource t{std::string(f.get_string("tokenizer.chat_template")), f.name(),
+                   nlohmann::json::object()};
+  const auto tokens = f.has_key("tokenizer.ggml.tokens")
+                          ? f.get_string_array("tokenizer.ggml.tokens")
+                          : std::vector<std::string_view>();
+  for (auto [key, id_key] : {std::pair{"bos_token", "tokenizer.ggml.bos_token_id"},
+                             std::pair{"eos_token", "tokenizer.ggml.eos_token_id"}})
+    if (f.has_key(id_key) && f.get_int(id_key) >= 0 && size_t(f.get_int(id_key)) < tokens.size())
+      t.config[key] = std::string(tokens[size_t(f.get_int(id_key))]);
+  return t;
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::load(const std::filesystem::path& model) {
+  TemplateSource source = io::is_gguf_file(model) ? gguf_template(model) : folder_template(model);
   std::optional<ChatTemplate> tmpl;
   try {
-    tmpl.emplace(std::move(source));
+    tmpl.emplace(std::move(source.text));
   } catch (const Error& e) {
-    throw Error(e.kind(), source_file.string() + ": " + e.what());
+    throw Error(e.kind(), source.file + ": " + e.what());
   }
-  copy_token(config, "bos_token", tmpl->program_->special_tokens);
-  copy_token(config, "eos_token", tmpl->program_->special_tokens);
+  copy_token(source.config, "bos_token", tmpl->program_->special_tokens);
+  copy_token(source.config, "eos_token", tmpl->program_->special_tokens);
   return std::move(*tmpl);
 }
 

@@ -3,6 +3,7 @@
 #include "io/gguf.h"
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
 #include <tuple>
 
@@ -180,6 +181,14 @@ std::string GgufTensor::describe() const {
   std::string s = std::string(ggml_type_name(type)) + " [";
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "]";
+}
+
+bool is_gguf_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
 }
 
 GgufFile GgufFile::open(const std::filesystem::path& path, bool read_into_memory) {

@@ -66,6 +66,10 @@ struct GgufTensor {
   std::string describe() const;  // "q4_K [1024, 3072]" (ggml order)
 };
 
+// Whether `path` is a regular file that starts with GGUF's magic "GGUF" (what a model argument
+// that is not a folder is checked for).
+bool is_gguf_file(const std::filesystem::path& path);
+
 class GgufFile {
  public:
   // Maps (or reads, see MappedFile) and validates the whole file. Throws qwen3::Error naming the
@@ -76,6 +80,8 @@ class GgufFile {
   static GgufFile parse(const uint8_t* data, size_t size, const std::string& name);
 
   const std::string& name() const { return name_; }
+  // Whether the bytes are the file's own map or copy (open), rather than the caller's (parse).
+  bool owns_bytes() const { return file_ != nullptr; }
   uint32_t version() const { return 3; }
   size_t alignment() const { return alignment_; }
   size_t data_offset() const { return data_offset_; }  // where the data section starts in the file

@@ -2,9 +2,11 @@
 // layer from config.json (layers.h), between the embeddings and the LM head. Names follow
 // transformers' modeling_qwen3.py, modeling_qwen3_moe.py and modeling_qwen3_5(_moe).py.
 #include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 
+#include "model/gguf_model.h"
 #include "model/model_impl.h"
 #include "qwen3/error.h"
 
@@ -208,13 +210,16 @@ size_t Scratch::bytes() const {
 }
 
 std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
-  if (!std::filesystem::is_directory(dir))
-    throw Error(ErrorKind::io, dir.string() + ": not a model folder (no such directory)");
+  std::optional<io::GgufFile> gguf;
+  if (io::is_gguf_file(dir)) gguf = io::GgufFile::open(dir, !options.mmap);
+  else if (!std::filesystem::is_directory(dir))
+    throw Error(ErrorKind::io,
+                dir.string() + ": not a model folder (no such directory) or a GGUF file");
   std::unique_ptr<Model> m(new Model());
-  m->config_ = ModelConfig::load(dir);
-  m->name_ = std::filesystem::absolute(dir).lexically_normal().filename().string();
-  if (m->name_.empty())
-    m->name_ = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  m->config_ = gguf ? gguf_model_config(*gguf) : ModelConfig::load(dir);
+  const std::filesystem::path path = std::filesystem::absolute(dir).lexically_normal();
+  m->name_ = gguf ? path.stem().string() : path.filename().string();
+  if (m->name_.empty()) m->name_ = path.parent_path().filename().string();
   const bool bf16_activations = options.activations == Activations::bf16;
   ops::RuntimePtr rt =
       ops::make_runtime(to_string(options.isa), options.threads, to_string(options.activations));
@@ -226,7 +231,9 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     throw Error(ErrorKind::unsupported,
                 m->config_.head_dim % 2 ? "a bf16 KV cache needs an even head_dim"
                                         : "a bf16 KV cache needs --activations bf16 (AVX512_BF16)");
-  Weights w = load_weights(dir, m->config_, !options.mmap);
+  Weights w =
+      gguf ? load_gguf_weights(std::move(*gguf), m->config_, options.quant, options.keep_head)
+           : load_weights(dir, m->config_, !options.mmap);
   if (options.quant != WeightQuant::none)
     quantize_weights(m->config_, w, quant_dtype(options.quant), options.keep_head, *rt);
   DType kv = DType::f32;
@@ -271,6 +278,7 @@ double Model::read_speed() {
 }
 const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
 const std::vector<std::string>& Model::unread_tensors() const { return impl_->w.unread; }
+const std::vector<std::string>& Model::load_notes() const { return impl_->w.notes; }
 
 std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch,
                                             const Observer* observer) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/gguf.h"
 #include "io/quant_blocks.h"
 #include "io/safetensors.h"
 #include "io/safetensors_writer.h"
@@ -37,6 +38,11 @@ struct Planned {
 void quantize_model(const std::filesystem::path& dir, const std::filesystem::path& out_dir,
                     const QuantizeOptions& options, const QuantizeProgress& progress) {
   const DType to = quant_dtype(options.type);
+  if (io::is_gguf_file(dir))
+    throw Error(ErrorKind::unsupported,
+                dir.string() +
+                    ": a GGUF file is not written into a quantized folder; load it with "
+                    "--quant q8|q4 instead");
   const ModelConfig config = ModelConfig::load(dir);
   const io::SafetensorsArchive archive = io::SafetensorsArchive::open(dir);
   std::filesystem::create_directories(out_dir);

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <vector>
 
+#include "io/gguf.h"
 #include "io/huge_page_buffer.h"
 #include "io/safetensors.h"
 #include "model/layers.h"
@@ -23,6 +25,10 @@ struct Weights {
   // Tensors of the checkpoint the model does not read (Qwen3.5's vision tower and MTP head),
   // by group: "model.visual.* (28 tensors)".
   std::vector<std::string> unread;
+  // A GGUF file's map, when the model came from one (gguf_model.h), and what its loading
+  // converted: "q4_K: 84 matrices dequantized to bf16 at load (no kernel for the type yet)".
+  std::optional<io::GgufFile> gguf;
+  std::vector<std::string> notes;
 
   // The matrices one decoded token reads: each layer's (of an MoE layer, the router and the first
   // num_experts_per_tok experts, as many bytes as any token's choice), then the LM head; with

@@ -1,6 +1,7 @@
 // qwen3::Tokenizer and StreamDecoder: text -> ids and back, over the loaded tables.
 #include "qwen3/tokenizer.h"
 
+#include "io/gguf.h"
 #include "qwen3/error.h"
 #include "tokenizer/normalize.h"
 #include "tokenizer/pretokenize.h"
@@ -38,7 +39,8 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::load(const std::filesystem::path& model_dir) {
-  return Tokenizer(detail::load_tokenizer_json(model_dir));
+  return Tokenizer(io::is_gguf_file(model_dir) ? detail::load_tokenizer_gguf(model_dir)
+                                               : detail::load_tokenizer_json(model_dir));
 }
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool parse_special) const {

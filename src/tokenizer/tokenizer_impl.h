@@ -51,6 +51,8 @@ namespace detail {
 
 // Parses and checks model_dir/tokenizer.json (and tokenizer_config.json when present).
 std::unique_ptr<Tokenizer::Impl> load_tokenizer_json(const std::filesystem::path& model_dir);
+// Reads and checks a GGUF file's tokenizer.ggml.* metadata.
+std::unique_ptr<Tokenizer::Impl> load_tokenizer_gguf(const std::filesystem::path& file);
 
 }  // namespace detail
 }  // namespace qwen3

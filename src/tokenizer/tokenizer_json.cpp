@@ -5,18 +5,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <exception>
+#include <climits>
 #include <fstream>
-#include <future>
 #include <optional>
-#include <utility>
 
 #include "io/mapped_file.h"
 #include "qwen3/error.h"
-#include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer_impl.h"
+#include "tokenizer/tokenizer_tables.h"
 
 namespace qwen3::detail {
 namespace {
@@ -127,112 +124,43 @@ SplitPattern check_pipeline(const Reader& r, element root) {
   return *pattern;
 }
 
-TokenId checked_id(const Reader& r, int64_t id, std::string_view where) {
-  // Ids index a dense table; 2^24 is far above any real vocabulary and keeps it small.
-  if (id < 0 || id >= (int64_t{1} << 24))
-    r.fail(ErrorKind::format, std::string(where) + ": id out of range");
-  return TokenId(id);
+TokenId checked_id(const Reader& r, element id, std::string_view where) {
+  const int64_t v = r.integer(id, where);
+  // Ids index a dense table: the builder refuses what is beyond 2^24, this what int32 cannot hold.
+  if (v < 0 || v > INT32_MAX) r.fail(ErrorKind::format, std::string(where) + ": id out of range");
+  return TokenId(v);
 }
 
-void add_entry(Tokenizer::Impl& t, const Reader& r, TokenId id, std::string_view piece, bool added,
-               bool special) {
-  if (t.entries.size() <= size_t(id)) t.entries.resize(size_t(id) + 1);
-  Tokenizer::Impl::Entry& e = t.entries[size_t(id)];
-  if (e.known) r.fail(ErrorKind::format, "id " + std::to_string(id) + " is used twice");
-  e.known = true;
-  e.special = special;
-  e.piece_offset = uint32_t(t.arena.size());
-  e.piece_size = uint32_t(piece.size());
-  t.arena.append(piece);
-  e.bytes_offset = uint32_t(t.arena.size());
-  // HF's ByteLevel decoder maps a token through the byte map, or uses it verbatim when some
-  // character is not in the map, as for most added tokens' content.
-  if (!piece_to_bytes(piece, t.arena)) {
-    if (!added)
-      r.fail(ErrorKind::format, "vocabulary piece '" + std::string(piece) + "' is not byte-level");
-    t.arena.append(piece);
-  }
-  e.bytes_size = uint32_t(t.arena.size() - e.bytes_offset);
-}
-
-void load_vocab_and_added(Tokenizer::Impl& t, const Reader& r, element root) {
+// model.vocab, added_tokens and model.merges as the builder's lists (views into the document).
+void read_vocab_and_added(const Reader& r, element root, TokenizerSource& s) {
   simdjson::dom::object vocab;
   if (r.field(r.field(root, "model", "model"), "vocab", "model.vocab").get(vocab)) {
     r.fail(ErrorKind::format, "model.vocab is not an object");
   }
-  t.entries.reserve(vocab.size() + 512);
-  t.arena.reserve(vocab.size() * 16);
-  for (auto [piece, id] : vocab) {
-    add_entry(t, r, checked_id(r, r.integer(id, "model.vocab"), "model.vocab"), piece, false,
-              false);
-  }
+  s.vocab.reserve(vocab.size());
+  for (auto [piece, id] : vocab) s.vocab.push_back({piece, checked_id(r, id, "model.vocab")});
   simdjson::dom::array added;
   if (r.field(root, "added_tokens", "added_tokens").get(added))
     r.fail(ErrorKind::format, "added_tokens is not an array");
   for (element a : added) {
-    TokenId id = checked_id(
-        r, r.integer(r.field(a, "id", "added_tokens[].id"), "added_tokens[].id"), "added_tokens");
+    const TokenId id = checked_id(r, r.field(a, "id", "added_tokens[].id"), "added_tokens[].id");
     std::string_view content =
         r.string(r.field(a, "content", "added_tokens[].content"), "added_tokens[].content");
-    if (content.empty())
-      r.fail(ErrorKind::format, "added token " + std::to_string(id) + " is empty");
     if (r.boolean(a, "lstrip", "lstrip") || r.boolean(a, "rstrip", "rstrip") ||
         r.boolean(a, "single_word", "single_word")) {
       r.fail(ErrorKind::unsupported,
              "added token '" + std::string(content) + "': lstrip, rstrip, single_word");
     }
-    add_entry(t, r, id, content, true, r.boolean(a, "special", "added_tokens[].special"));
-    t.added.push_back({std::string(content), id});
-  }
-  // Views into the arena are taken only now that it no longer grows. Added tokens go last so
-  // that they win over a vocabulary piece with the same spelling, as in HF's token_to_id.
-  t.piece_ids.reserve(t.entries.size());
-  for (size_t id = 0; id < t.entries.size(); ++id) {
-    if (t.entries[id].known) t.piece_ids.insert(t.piece(TokenId(id)), TokenId(id));
-  }
-  for (const auto& a : t.added) t.piece_ids.insert(t.piece(a.id), a.id);
-  std::stable_sort(t.added.begin(), t.added.end(), [](const auto& a, const auto& b) {
-    return a.content.size() > b.content.size();
-  });
-  for (const auto& a : t.added) t.added_first_byte[static_cast<unsigned char>(a.content[0])] = true;
-}
-
-using MergePieces = std::vector<std::pair<std::string_view, std::string_view>>;  // left, right
-
-// The ids of merges [begin, end): two or three lookups each, the bulk of a load (cache misses
-// into a 151k-entry index), so the two halves of the list are resolved on two threads.
-void resolve_merges(const Tokenizer::Impl& t, const Reader& r, const MergePieces& pieces,
-                    bool unique, size_t begin, size_t end, std::vector<Merge>& ranked) {
-  auto lookup = [&](std::string_view piece, size_t rank) {
-    TokenId id = t.piece_ids.find(piece);
-    if (id < 0) {
-      r.fail(ErrorKind::format, "merge " + std::to_string(rank) + ": '" + std::string(piece) +
-                                    "' is not in the vocabulary");
-    }
-    return id;
-  };
-  std::string joined;
-  for (size_t rank = begin; rank < end; ++rank) {
-    const auto& [left, right] = pieces[rank];
-    // BPE training appends each merge's result to the vocabulary, so merge r's result is usually
-    // the id after merge r - 1's: checked by its spelling, which (no spelling used twice) is the
-    // lookup's answer, without a third probe of the index.
-    const TokenId next = rank > begin ? ranked[rank - 1].merged + 1 : -1;
-    const std::string_view spelled = t.known(next) ? t.piece(next) : std::string_view();
-    const bool follows = unique && spelled.size() == left.size() + right.size() &&
-                         spelled.starts_with(left) && spelled.ends_with(right);
-    if (!follows) joined.assign(left).append(right);
-    ranked[rank] = {lookup(left, rank), lookup(right, rank), follows ? next : lookup(joined, rank)};
+    s.added.push_back({content, id, r.boolean(a, "special", "added_tokens[].special")});
   }
 }
 
-void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
+void read_merges(const Reader& r, element root, TokenizerSource& s) {
   simdjson::dom::array merges;
   if (r.field(r.field(root, "model", "model"), "merges", "model.merges").get(merges)) {
     r.fail(ErrorKind::format, "model.merges is not an array");
   }
-  MergePieces pieces;
-  pieces.reserve(merges.size());
+  s.merges.reserve(merges.size());
   for (element m : merges) {
     // Newer files write a merge as ["a", "b"], older ones as "a b".
     std::string_view left, right;
@@ -246,36 +174,10 @@ void load_merges(Tokenizer::Impl& t, const Reader& r, element root) {
       right = line.substr(line.find(' ') + 1);
     } else {
       r.fail(ErrorKind::format,
-             "merge " + std::to_string(pieces.size()) + " is neither [\"a\", \"b\"] nor \"a b\"");
+             "merge " + std::to_string(s.merges.size()) + " is neither [\"a\", \"b\"] nor \"a b\"");
     }
-    pieces.emplace_back(left, right);
+    s.merges.emplace_back(left, right);
   }
-  std::vector<Merge> ranked(pieces.size());
-  const bool unique =
-      t.piece_ids.size() == size_t(std::count_if(t.entries.begin(), t.entries.end(),
-                                                 [](const auto& e) { return e.known; }));
-  const size_t half = pieces.size() / 2;
-  auto first = std::async(std::launch::async,
-                          [&] { resolve_merges(t, r, pieces, unique, 0, half, ranked); });
-  std::exception_ptr second;
-  try {
-    resolve_merges(t, r, pieces, unique, half, pieces.size(), ranked);
-  } catch (...) {
-    second = std::current_exception();
-  }
-  first.get();  // the lower-ranked bad merge is the one reported
-  if (second) std::rethrow_exception(second);
-  std::array<Id, 256> byte_ids;
-  std::string piece;
-  for (int b = 0; b < 256; ++b) {
-    piece.clear();
-    char byte = char(b);
-    bytes_to_piece(std::string_view(&byte, 1), piece);
-    byte_ids[size_t(b)] = t.piece_ids.find(piece);
-    if (byte_ids[size_t(b)] < 0)
-      r.fail(ErrorKind::format, "model.vocab has no piece for byte " + std::to_string(b));
-  }
-  t.bpe = Bpe(byte_ids, ranked);
 }
 
 // tokenizer_config.json only matters to decoding through clean_up_tokenization_spaces, which
@@ -311,10 +213,10 @@ std::unique_ptr<Tokenizer::Impl> load_tokenizer_json(const std::filesystem::path
   r.expect(r.field(root, "model", "model"), "type", "BPE", "model.type");
   const SplitPattern pattern = check_pipeline(r, root);
 
-  auto t = std::make_unique<Tokenizer::Impl>();
-  t->split_pattern = pattern;
-  load_vocab_and_added(*t, r, root);
-  load_merges(*t, r, root);
+  TokenizerSource source{file.string(), pattern, {}, {}, {}};
+  read_vocab_and_added(r, root, source);
+  read_merges(r, root, source);
+  auto t = build_tokenizer(source);
   std::filesystem::path config = model_dir / "tokenizer_config.json";
   if (std::filesystem::exists(config, ec)) check_tokenizer_config(config);
   return t;

@@ -82,8 +82,7 @@ void add_bench_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "bench", "Measure prefill (ppN) and decode (tgN) speed, bandwidth, TTFT, RSS");
-  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")
-      ->required();
+  cmd->add_option("model", a->model, kModelArgumentHelp)->required();
   cmd->add_option("-p,--prompt", a->prompts, "Prompt lengths for ppN tests (0 = skip)")
       ->delimiter(',')
       ->capture_default_str()

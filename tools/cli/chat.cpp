@@ -102,8 +102,7 @@ void add_chat_command(CLI::App& app) {
       "chat",
       "Chat with the model; /think and /no_think switch thinking, /exit or Ctrl-D quits, "
       "Ctrl-C stops an answer. Reads turns from stdin when it is not a terminal");
-  cmd->add_option("model", a->model, "Model folder, or a Hub id in the Hugging Face cache")
-      ->required();
+  cmd->add_option("model", a->model, kModelArgumentHelp)->required();
   cmd->add_option("-s,--system", a->system, "System prompt");
   a->sampling.max_tokens = 4096;
   a->sampling.add_to(*cmd);

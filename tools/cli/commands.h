@@ -5,6 +5,11 @@
 
 namespace qwen3::cli {
 
+// The help of every command's MODEL argument (model_path.h resolves it).
+inline constexpr const char* kModelArgumentHelp =
+    "Model folder, GGUF file (qwen3 / qwen3moe, any llama.cpp type), or a Hub id in the Hugging "
+    "Face cache (Qwen/Qwen3-0.6B)";
+
 void add_generate_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_random_model_command(CLI::App& app);

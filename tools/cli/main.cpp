@@ -7,8 +7,8 @@
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "qwen3: Qwen3 inference on the CPU, from a Hugging Face model folder or a Hub id fetched "
-      "with `qwen3 pull`"};
+      "qwen3: Qwen3 inference on the CPU, from a Hugging Face model folder, a Hub id fetched "
+      "with `qwen3 pull`, or a GGUF file (llama.cpp's format)"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Print help for every subcommand");
   qwen3::cli::add_run_command(app);

@@ -53,7 +53,7 @@ void add_generate_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd =
       app.add_subcommand("generate", "Greedy generation from token ids; prints the new ids");
-  cmd->add_option("model", args->model, "Model folder")->required();
+  cmd->add_option("model", args->model, kModelArgumentHelp)->required();
   cmd->add_option("--ids", args->ids,
                   "Prompt token ids, comma-separated (e.g. 785,6722,315,9625,374)")
       ->required();
@@ -94,7 +94,7 @@ void add_verify_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "verify",
       "Check the engine against a reference file (fixture format); exit 1 on any mismatch");
-  cmd->add_option("model", args->model, "Model folder")->required();
+  cmd->add_option("model", args->model, kModelArgumentHelp)->required();
   cmd->add_option("reference", args->reference,
                   "Reference JSON (model logits, tokenizer or chat-template cases)")
       ->required();

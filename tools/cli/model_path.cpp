@@ -1,4 +1,4 @@
-// Resolving a model argument: a folder, or a Hub id in the Hugging Face cache.
+// Resolving a model argument: a folder, a GGUF file, or a Hub id in the Hugging Face cache.
 #include "cli/model_path.h"
 
 #include <cstdlib>
@@ -39,8 +39,8 @@ bool is_hub_id(const std::string& arg) {
 }
 
 fs::path resolve_model(const std::string& arg) {
-  if (fs::is_directory(arg)) return arg;
-  if (!is_hub_id(arg)) throw Error(ErrorKind::io, arg + ": no such model folder");
+  if (fs::is_directory(arg) || fs::is_regular_file(arg)) return arg;  // a file: GGUF, checked later
+  if (!is_hub_id(arg)) throw Error(ErrorKind::io, arg + ": no such model folder or GGUF file");
   const fs::path repo = hub_repo_dir(arg);
   std::string ref;
   if (std::ifstream in(repo / "refs" / "main"); in) in >> ref;

@@ -17,8 +17,8 @@ std::filesystem::path hub_repo_dir(const std::string& repo_id);
 // dot.
 bool is_hub_id(const std::string& arg);
 
-// A folder as given, or the snapshot of a Hub id (refs/main, else the only/newest snapshot).
-// Throws Error(io) saying where it looked.
+// A folder or file (GGUF) as given, or the snapshot of a Hub id (refs/main, else the only/newest
+// snapshot). Throws Error(io) saying where it looked.
 std::filesystem::path resolve_model(const std::string& arg);
 
 }  // namespace qwen3::cli

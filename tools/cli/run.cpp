@@ -85,9 +85,7 @@ void add_run_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd =
       app.add_subcommand("run", "Complete a prompt, streaming the output, then print timings");
-  cmd->add_option("model", a->model,
-                  "Model folder, or a Hub id in the Hugging Face cache (Qwen/Qwen3-0.6B)")
-      ->required();
+  cmd->add_option("model", a->model, kModelArgumentHelp)->required();
   cmd->add_option("prompt", a->prompt, "Prompt text; - reads it from stdin")->required();
   a->sampling.add_to(*cmd);
   cmd->add_option("--show-probs", a->show_probs,
@@ -160,6 +158,8 @@ void add_run_command(CLI::App& app) {
           s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.presence_penalty,
           s.frequency_penalty, static_cast<unsigned long long>(s.seed), options.max_tokens);
       std::fprintf(stderr, "Kernels: %s, %d threads\n", model->isa(), model->threads());
+      for (const std::string& note : model->load_notes())
+        std::fprintf(stderr, "Converted: %s\n", note.c_str());
       for (const std::string& group : model->unread_tensors())
         std::fprintf(stderr, "Not used: %s, outside the text model\n", group.c_str());
     }

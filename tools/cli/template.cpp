@@ -52,8 +52,10 @@ void add_template_command(CLI::App& app) {
   auto args = std::make_shared<TemplateArgs>();
   auto* cmd = app.add_subcommand(
       "template", "Print the prompt the model's chat template renders for a conversation");
-  cmd->add_option("MODEL_DIR", args->model_dir,
-                  "Hugging Face model folder (chat_template.jinja or tokenizer_config.json)")
+  cmd->add_option(
+         "MODEL_DIR", args->model_dir,
+         "Hugging Face model folder (chat_template.jinja or tokenizer_config.json), or a GGUF "
+         "file (tokenizer.chat_template)")
       ->required();
   cmd->add_option("CONVERSATION", args->conversation,
                   "OpenAI-style messages: a JSON array, or {\"messages\": [...], \"tools\": [...], "

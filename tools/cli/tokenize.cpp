@@ -118,7 +118,8 @@ void add_tokenize_command(CLI::App& app) {
   auto opt = std::make_shared<TokenizeOptions>();
   CLI::App* cmd =
       app.add_subcommand("tokenize", "Show the token ids and pieces of a text, or decode ids");
-  cmd->add_option("MODEL_DIR", opt->model_dir, "Model folder with tokenizer.json")->required();
+  cmd->add_option("MODEL_DIR", opt->model_dir, "Model folder with tokenizer.json, or a GGUF file")
+      ->required();
   cmd->add_option("TEXT", opt->text, "Text to tokenize; - reads standard input");
   cmd->add_option("--decode", opt->decode, "Decode comma-separated ids (1,2,3) instead");
   cmd->add_flag("--json", opt->json,

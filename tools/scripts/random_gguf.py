@@ -146,10 +146,12 @@ def tensors(arch, s):
     return out
 
 
-def vocab(tok_dir, n_vocab):
+def vocab(tok_dir, n_vocab, truncate=False):
     """tokens, token types, merges, chat template, pre-tokenizer and the ids of <|endoftext|>
-    and <|im_end|>, as the converter's get_vocab_base() and SpecialVocab derive them from
-    tokenizer.json and tokenizer_config.json (or chat_template.jinja)."""
+    and <|im_end|> (None where truncated away), as the converter's get_vocab_base() and
+    SpecialVocab derive them from tokenizer.json and tokenizer_config.json (or
+    chat_template.jinja). truncate: keep ids below n_vocab only, and the merges among them (for
+    test models whose vocab is the first n_vocab ids of the real tokenizer)."""
     tj = json.loads((tok_dir / "tokenizer.json").read_text(encoding="utf-8"))
     cfg = json.loads((tok_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
     template = cfg.get("chat_template")
@@ -160,6 +162,9 @@ def vocab(tok_dir, n_vocab):
     by_id = {i: t for t, i in tj["model"]["vocab"].items()}
     added = {a["id"]: a for a in tj["added_tokens"]}
     by_id.update({i: a["content"] for i, a in added.items()})
+    if truncate:
+        by_id = {i: t for i, t in by_id.items() if i < n_vocab}
+        added = {i: a for i, a in added.items() if i < n_vocab}
     if max(by_id) >= n_vocab:
         sys.exit(f"--vocab {n_vocab} is smaller than the tokenizer ({max(by_id) + 1} tokens)")
 
@@ -181,8 +186,13 @@ def vocab(tok_dir, n_vocab):
     # merges as "a b"; a space inside a part is written as U+0120 + 256, like SpecialVocab
     merges = [m if isinstance(m, str) else " ".join(p.replace(" ", chr(ord(" ") + 256)) for p in m)
               for m in tj["model"]["merges"]]
+    if truncate:
+        kept = set(by_id.values())
+        merges = [m for m in merges
+                  if all(p in kept for p in m.split(" ")) and m.replace(" ", "") in kept]
     ids = {by_id[i]: i for i in added}
-    return tokens, types, merges, template, pre, ids["<|endoftext|>"], ids["<|im_end|>"]
+    return (tokens, types, merges, template, pre, ids.get("<|endoftext|>"),
+            ids.get("<|im_end|>"))
 
 
 def gguf_str(s):
@@ -207,7 +217,6 @@ def kv_bytes(key, vtype, value, sub=None):
 
 
 def metadata(arch, s, outtype, name, tok):
-    tokens, types, merges, template, pre, endoftext, im_end = tok
     a = arch + "."
     kv = [("general.architecture", STR, arch),
           ("general.type", STR, "model"),
@@ -240,16 +249,23 @@ def metadata(arch, s, outtype, name, tok):
                (a + "full_attention_interval", U32, s["full_attention_interval"]),
                (a + "rope.dimension_count", U32, s["rotary_dim"])]
     kv += [("general.file_type", U32, FILE_TYPE[outtype]),
-           ("general.quantization_version", U32, 2),
-           ("tokenizer.ggml.model", STR, "gpt2"),
-           ("tokenizer.ggml.pre", STR, pre),
-           ("tokenizer.ggml.tokens", ARR, tokens, STR),
-           ("tokenizer.ggml.token_type", ARR, types, I32),
-           ("tokenizer.ggml.merges", ARR, merges, STR),
-           ("tokenizer.ggml.eos_token_id", U32, im_end),
-           ("tokenizer.ggml.padding_token_id", U32, endoftext),
-           ("tokenizer.ggml.bos_token_id", U32, endoftext),
-           ("tokenizer.ggml.add_bos_token", BOOL, False)]
+           ("general.quantization_version", U32, 2)]
+    return kv + tokenizer_kv(tok)
+
+
+def tokenizer_kv(tok):
+    """The tokenizer.* keys of vocab()'s result, as the converter writes them."""
+    tokens, types, merges, template, pre, endoftext, im_end = tok
+    kv = [("tokenizer.ggml.model", STR, "gpt2"),
+          ("tokenizer.ggml.pre", STR, pre),
+          ("tokenizer.ggml.tokens", ARR, tokens, STR),
+          ("tokenizer.ggml.token_type", ARR, types, I32),
+          ("tokenizer.ggml.merges", ARR, merges, STR)]
+    kv += [(key, U32, i) for key, i in (("tokenizer.ggml.eos_token_id", im_end),
+                                         ("tokenizer.ggml.padding_token_id", endoftext),
+                                         ("tokenizer.ggml.bos_token_id", endoftext))
+           if i is not None]
+    kv.append(("tokenizer.ggml.add_bos_token", BOOL, False))
     if template is not None:
         kv.append(("tokenizer.chat_template", STR, template))
     return kv

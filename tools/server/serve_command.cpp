@@ -72,8 +72,7 @@ void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("serve",
                                  "OpenAI-compatible HTTP server (chat and completions, streaming)");
-  cmd->add_option("model", args->model, "Model folder, or a Hub id in the Hugging Face cache")
-      ->required();
+  cmd->add_option("model", args->model, kModelArgumentHelp)->required();
   cmd->add_option("--host", args->http.host, "Address to bind (127.0.0.1: this machine only)");
   cmd->add_option("--port", args->http.port, "Port (0 = any free port, printed)")
       ->check(CLI::Range(0, 65535));
