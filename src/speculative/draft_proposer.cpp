@@ -18,16 +18,28 @@ class DraftModelProposer : public Proposer {
         cost_(double(draft.weight_bytes()) / double(model.weight_bytes())) {}
 
   std::vector<TokenId> propose(std::span<const TokenId> context, int k) override {
-    // Keep what the draft holds of this context (its own guesses past it are dropped), short of
-    // the last token, whose logits give the first guess.
+    // What the draft follows: the context from offset_ on.
+    auto followed = context.subspan(std::min(offset_, context.size()));
+    // Keep what the draft holds of it (its own guesses past it are dropped), short of the last
+    // token, whose logits give the first guess.
     const size_t same =
-        std::mismatch(held_.begin(), held_.end(), context.begin(), context.end()).first -
+        std::mismatch(held_.begin(), held_.end(), followed.begin(), followed.end()).first -
         held_.begin();
-    held_.resize(sequence_.truncate(static_cast<int>(std::min(same, context.size() - 1))));
-    k = std::min(k, sequence_.max_context() - static_cast<int>(context.size()));
+    held_.resize(sequence_.truncate(static_cast<int>(std::min(same, followed.size() - 1))));
+    // After plain steps (proposals that did not pay) the draft is behind: it reads what it missed
+    // up to kMaxCatchUp tokens, and past that starts over on the last kRestart, so that probing a
+    // draft that is rarely right stays cheap. Its first proposal reads the whole prompt.
+    constexpr size_t kMaxCatchUp = 32, kRestart = 8;
+    if (!held_.empty() && followed.size() - held_.size() > kMaxCatchUp) {
+      offset_ = context.size() - kRestart;
+      followed = context.subspan(offset_);
+      held_.clear();
+      sequence_.truncate(0);
+    }
+    k = std::min(k, sequence_.max_context() - static_cast<int>(followed.size()));
     std::vector<TokenId> out;
     if (k <= 0) return out;
-    feed(context.subspan(held_.size()));
+    feed(followed.subspan(held_.size()));
     while (true) {
       out.push_back(argmax(logits_[0]));
       if (static_cast<int>(out.size()) == k) return out;
@@ -49,6 +61,7 @@ class DraftModelProposer : public Proposer {
 
   Model& draft_;
   Sequence sequence_;
+  size_t offset_ = 0;          // where in the context the draft's sequence starts
   std::vector<TokenId> held_;  // the tokens sequence_ holds
   std::vector<std::vector<float>> logits_;
   double cost_;

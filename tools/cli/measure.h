@@ -24,14 +24,17 @@ inline double peak_rss_bytes() {
   return u.ru_maxrss * 1024.0;
 }
 
-// Of the resident pages of this process's maps of the .safetensors files in `dir`, the share
+// Of the resident pages of this process's maps of the model's weights (the .safetensors files in
+// a folder, or a GGUF file), the share
 // mapped as 2 MiB pages (from /proc/self/smaps); -1 when none is mapped (weights read into
 // memory). Decode is 4-15% faster at 1 than at 0: see drop_from_page_cache in qwen3/model.h.
-inline double huge_page_share(const std::filesystem::path& dir) {
+inline double huge_page_share(const std::filesystem::path& model) {
   std::set<std::string> files;  // as smaps names them: symlinks (a Hub snapshot's) resolved
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors")
-      files.insert(std::filesystem::canonical(e.path()).string());
+  if (std::filesystem::is_regular_file(model)) files.insert(std::filesystem::canonical(model));
+  else
+    for (const auto& e : std::filesystem::directory_iterator(model))
+      if (e.path().extension() == ".safetensors")
+        files.insert(std::filesystem::canonical(e.path()).string());
   std::ifstream smaps("/proc/self/smaps");
   double rss = 0, pmd = 0;
   bool weights = false;
