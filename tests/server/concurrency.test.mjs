@@ -64,7 +64,10 @@ test('memory stays bounded: more rounds of 64 streams take no more memory', asyn
   // a request's prompt, KV cache or connection buffers would grow by 192 requests' worth.
   const grown = rss(server.proc) - settled;
   console.log(`RSS after one round ${(settled / 1048576).toFixed(1)} MiB, ${(grown / 1048576).toFixed(1)} MiB more after three more`);
-  assert.ok(grown < 8 << 20, `RSS grew by ${(grown / 1048576).toFixed(1)} MiB over 192 requests (from ${(settled / 1048576).toFixed(1)} MiB)`);
+  // Under AddressSanitizer (.ci/run sets ASAN_OPTIONS) freed memory waits in a quarantine of up to
+  // 256 MiB before it is reused, so RSS grows until that fills; LeakSanitizer checks for leaks there.
+  const quarantine = process.env.ASAN_OPTIONS !== undefined ? 256 << 20 : 0;
+  assert.ok(grown < (8 << 20) + quarantine, `RSS grew by ${(grown / 1048576).toFixed(1)} MiB over 192 requests (from ${(settled / 1048576).toFixed(1)} MiB)`);
 });
 
 test('a client that disconnects mid-stream frees its slot at once', async () => {
