@@ -84,18 +84,17 @@ void gated_delta_net(Step& step, int l, const GatedDeltaNetWeights& w, const flo
     const int n = static_cast<int>(step.batch[i].tokens.size());
     Sequence::State& seq = *step.rows.states[i];
     RecurrentState& state = seq.layer[l].rec;
-    const std::vector<float> before(seq.step_states_valid ? state.conv : std::vector<float>());
-    ops::causal_conv1d_silu(step.rt, &s.mixed[first * C], C, n, C, w.conv1d.data(), K,
-                            state.conv.data(), &s.conv[first * C]);
     // A rewindable step's conv state after token t: inputs t + 1 ... t + K - 1 of the old state's
-    // K - 1 rows followed by the step's.
+    // K - 1 rows followed by the step's (taken before the conv moves the state on).
     for (int t = 0; t < seq.step_states_valid; ++t)
       for (int row = 0; row < K - 1; ++row) {
         const int in = t + 1 + row;
         const float* from =
-            in < K - 1 ? &before[size_t(in) * C] : &s.mixed[(first + in - (K - 1)) * C];
+            in < K - 1 ? &state.conv[size_t(in) * C] : &s.mixed[(first + in - (K - 1)) * C];
         std::copy_n(from, C, &seq.step_states[t].layers[r].conv[size_t(row) * C]);
       }
+    ops::causal_conv1d_silu(step.rt, &s.mixed[first * C], C, n, C, w.conv1d.data(), K,
+                            state.conv.data(), &s.conv[first * C]);
   }
   // query, key, value = split(mixed_qkv, [key_dim, key_dim, value_dim]); l2norm; query *= scale
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));

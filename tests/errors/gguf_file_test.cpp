@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "expect_error.h"
 #include "io/json_file.h"
 #include "qwen3/chat.h"
 #include "qwen3/error.h"
@@ -43,16 +44,7 @@ class BadGguf : public testing::Test {
   void expect_error(const std::function<void(const fs::path&)>& load, ErrorKind kind,
                     std::initializer_list<std::string> fragments) {
     std::ofstream(path_, std::ios::binary | std::ios::trunc) << bytes_;
-    try {
-      load(path_);
-      FAIL() << "loaded a broken file";
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      EXPECT_EQ(e.kind(), kind) << msg;
-      EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-      for (auto& f : fragments)
-        EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
-    }
+    test::expect_error([&] { load(path_); }, kind, fragments);
   }
   static void load_model(const fs::path& p) { Model::load(p, {.threads = 1}); }
   static void load_tokenizer(const fs::path& p) { Tokenizer::load(p); }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "expect_error.h"
 #include "io/json_file.h"
 #include "qwen3/error.h"
 #include "qwen3/model.h"
@@ -49,16 +50,8 @@ class BadFolder : public testing::Test {
   // are mapped or read into memory.
   void expect_error(ErrorKind kind, std::initializer_list<std::string> fragments) {
     for (bool mmap : {true, false}) {
-      try {
-        Model::load(dir_, {.mmap = mmap});
-        FAIL() << "loaded a broken model, mmap " << mmap;
-      } catch (const Error& e) {
-        const std::string msg = e.what();
-        EXPECT_EQ(e.kind(), kind) << msg;
-        EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-        for (auto& f : fragments)
-          EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' not in: " << msg;
-      }
+      SCOPED_TRACE(mmap ? "mapped" : "read");
+      test::expect_error([&] { Model::load(dir_, {.mmap = mmap}); }, kind, fragments);
     }
   }
 

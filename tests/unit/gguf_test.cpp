@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "expect_error.h"
 #include "io/gguf.h"
 #include "qwen3/error.h"
 #include "test_paths.h"
@@ -75,17 +76,7 @@ GgufFile parse(const Writer& w) {
 
 // The bytes must be refused with an Error of `kind` whose one line contains `what`.
 void expect_error(const Writer& w, const std::string& what, ErrorKind kind = ErrorKind::format) {
-  try {
-    parse(w);
-    ADD_FAILURE() << "accepted; expected an error containing: " << what;
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(what), std::string::npos)
-        << "message: " << msg << "\nexpected to contain: " << what;
-    EXPECT_EQ(msg.rfind("test.gguf: ", 0), 0u) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    EXPECT_EQ(e.kind(), kind) << msg;
-  }
+  test::expect_error([&] { parse(w); }, kind, {what, "test.gguf: "});
 }
 
 std::string error_of(const std::function<void()>& f) {

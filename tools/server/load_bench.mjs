@@ -2,8 +2,9 @@
 // first token at several numbers of concurrent streams. Starts its own server on a free port.
 //   node tools/server/load_bench.mjs --model DIR [--binary build/qwen3] [--max-tokens 64]
 //        [--levels 1,4,16] [--rounds 1] [--prompt-tokens 32] [--threads 0]
-import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
+
+import { startServer, streamRequest } from './bench_client.mjs';
 
 const { values: opt } = parseArgs({ options: {
   model: { type: 'string' }, binary: { type: 'string', default: 'build/qwen3' },
@@ -15,36 +16,18 @@ if (!opt.model) { console.error('usage: load_bench.mjs --model DIR [options]'); 
 const levels = opt.levels.split(',').map(Number);
 const maxTokens = Number(opt['max-tokens']);
 
-const server = spawn(opt.binary, ['serve', opt.model, '--port', '0', '--max-seqs', String(Math.max(...levels)),
-                                  '--ctx', '1024', '--threads', opt.threads], { stdio: ['ignore', 'pipe', 'inherit'] });
-process.on('exit', () => server.kill('SIGKILL'));
-const url = await new Promise((resolve, reject) => {
-  let out = '';
-  server.stdout.on('data', (d) => { out += d; const m = out.match(/listening on (\S+)/); if (m) resolve(m[1]); });
-  server.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-});
+const { url } = await startServer(opt.binary, opt.model, ['--max-seqs', String(Math.max(...levels)), '--ctx', '1024',
+                                                         '--threads', opt.threads]);
 
 // One streamed completion; returns its time to first token and the tokens it generated.
 async function one(seed) {
   const prompt = Array.from({ length: Number(opt['prompt-tokens']) }, (_, i) => 1000 + ((seed * 97 + i * 13) % 20000));
-  const start = performance.now();
-  const res = await fetch(url + '/v1/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true,
-                           stream_options: { include_usage: true } }) });
-  let ttft = null, tokens = 0, buffer = '';
-  const decoder = new TextDecoder();
-  for await (const bytes of res.body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-      const chunk = JSON.parse(event.slice(6));
-      if (ttft === null && chunk.choices?.length) ttft = (performance.now() - start) / 1000;
-      if (chunk.usage) tokens = chunk.usage.completion_tokens;
-    }
-  }
+  let ttft = null, tokens = 0;
+  await streamRequest(url, '/v1/completions', { prompt, max_tokens: maxTokens, temperature: 0, ignore_eos: true,
+                                                 stream_options: { include_usage: true } }, (chunk, seconds) => {
+    if (ttft === null && chunk.choices?.length) ttft = seconds;
+    if (chunk.usage) tokens = chunk.usage.completion_tokens;
+  });
   return { ttft, tokens };
 }
 

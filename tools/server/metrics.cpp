@@ -74,17 +74,19 @@ std::string Metrics::render() const {
   auto metric = [&](const char* name, const char* type, const char* help) {
     out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
   };
+  // A metric of one unlabelled value.
+  auto scalar = [&](const char* name, const char* type, const char* help, auto value) {
+    metric(name, type, help);
+    out << name << ' ' << value << '\n';
+  };
   metric("qwen3_requests_total", "counter", "HTTP requests answered, by status");
   for (auto& [status, count] : requests_)
     out << "qwen3_requests_total{status=\"" << status << "\"} " << count << '\n';
-  metric("qwen3_generations_total", "counter", "Generations run to the end");
-  out << "qwen3_generations_total " << generations_ << '\n';
-  metric("qwen3_prompt_tokens_total", "counter", "Prompt tokens processed");
-  out << "qwen3_prompt_tokens_total " << prompt_tokens_ << '\n';
-  metric("qwen3_generation_tokens_total", "counter", "Tokens generated");
-  out << "qwen3_generation_tokens_total " << completion_tokens_ << '\n';
-  metric("qwen3_reasoning_tokens_total", "counter", "Generated tokens inside <think> blocks");
-  out << "qwen3_reasoning_tokens_total " << reasoning_tokens_ << '\n';
+  scalar("qwen3_generations_total", "counter", "Generations run to the end", generations_);
+  scalar("qwen3_prompt_tokens_total", "counter", "Prompt tokens processed", prompt_tokens_);
+  scalar("qwen3_generation_tokens_total", "counter", "Tokens generated", completion_tokens_);
+  scalar("qwen3_reasoning_tokens_total", "counter", "Generated tokens inside <think> blocks",
+         reasoning_tokens_);
   metric("qwen3_reasoning_control_total", "counter",
          "Think blocks closed or penalized, by cause (thinking_budget, loop) and action");
   // Each kind listed from the start, so that a rate over it needs no first event.
@@ -98,13 +100,10 @@ std::string Metrics::render() const {
     out << "qwen3_reasoning_control_total{cause=\"" << key.first << "\",action=\"" << key.second
         << "\"} " << (it == reasoning_events_.end() ? 0 : it->second) << '\n';
   }
-  metric("qwen3_queue_length", "gauge", "Requests waiting for a sequence slot");
-  out << "qwen3_queue_length " << queued_ << '\n';
-  metric("qwen3_active_sequences", "gauge", "Requests being generated");
-  out << "qwen3_active_sequences " << active_ << '\n';
-  metric("qwen3_generation_tokens_per_second", "gauge",
-         "Tokens generated per second over the last 10 s");
-  out << "qwen3_generation_tokens_per_second " << recent_tokens / rate_window_s << '\n';
+  scalar("qwen3_queue_length", "gauge", "Requests waiting for a sequence slot", queued_);
+  scalar("qwen3_active_sequences", "gauge", "Requests being generated", active_);
+  scalar("qwen3_generation_tokens_per_second", "gauge",
+         "Tokens generated per second over the last 10 s", recent_tokens / rate_window_s);
   metric("qwen3_time_to_first_token_seconds", "histogram",
          "Time from a request's arrival to its first new token");
   for (size_t i = 0; i < ttft_buckets.size(); ++i)
@@ -113,33 +112,27 @@ std::string Metrics::render() const {
   out << "qwen3_time_to_first_token_seconds_bucket{le=\"+Inf\"} " << ttft_count_ << '\n';
   out << "qwen3_time_to_first_token_seconds_sum " << ttft_sum_ << '\n';
   out << "qwen3_time_to_first_token_seconds_count " << ttft_count_ << '\n';
-  metric("qwen3_prefix_cache_hits_total", "counter",
-         "Requests that reused a cached sequence's prefix");
-  out << "qwen3_prefix_cache_hits_total " << cache_.hits << '\n';
-  metric("qwen3_prefix_cache_misses_total", "counter",
-         "Requests that found no cached prefix worth reusing (cache on)");
-  out << "qwen3_prefix_cache_misses_total " << cache_.misses << '\n';
-  metric("qwen3_prefix_cache_cached_tokens_total", "counter",
-         "Prompt tokens taken from the prefix cache instead of prefilled");
-  out << "qwen3_prefix_cache_cached_tokens_total " << cache_.cached_tokens << '\n';
-  metric("qwen3_prefix_cache_evictions_total", "counter",
-         "Cached sequences dropped to stay within --cache-mb");
-  out << "qwen3_prefix_cache_evictions_total " << cache_.evictions << '\n';
-  metric("qwen3_prefix_cache_entries", "gauge", "Sequences held by the prefix cache");
-  out << "qwen3_prefix_cache_entries " << cache_.entries << '\n';
-  metric("qwen3_prefix_cache_bytes", "gauge", "Memory held by the prefix cache's sequences");
-  out << "qwen3_prefix_cache_bytes " << cache_.bytes << '\n';
-  metric("qwen3_prefix_cache_budget_bytes", "gauge", "The prefix cache's budget (--cache-mb)");
-  out << "qwen3_prefix_cache_budget_bytes " << cache_budget_ << '\n';
-  metric("qwen3_spec_steps_total", "counter", "Speculative verification steps (--spec)");
-  out << "qwen3_spec_steps_total " << spec_.steps << '\n';
-  metric("qwen3_spec_draft_tokens_total", "counter", "Draft tokens checked");
-  out << "qwen3_spec_draft_tokens_total " << spec_.proposed << '\n';
-  metric("qwen3_spec_accepted_tokens_total", "counter", "Draft tokens accepted");
-  out << "qwen3_spec_accepted_tokens_total " << spec_.accepted << '\n';
-  metric("qwen3_spec_emitted_tokens_total", "counter",
-         "Tokens produced by verification steps (accepted drafts and one of the model's each)");
-  out << "qwen3_spec_emitted_tokens_total " << spec_.emitted << '\n';
+  scalar("qwen3_prefix_cache_hits_total", "counter",
+         "Requests that reused a cached sequence's prefix", cache_.hits);
+  scalar("qwen3_prefix_cache_misses_total", "counter",
+         "Requests that found no cached prefix worth reusing (cache on)", cache_.misses);
+  scalar("qwen3_prefix_cache_cached_tokens_total", "counter",
+         "Prompt tokens taken from the prefix cache instead of prefilled", cache_.cached_tokens);
+  scalar("qwen3_prefix_cache_evictions_total", "counter",
+         "Cached sequences dropped to stay within --cache-mb", cache_.evictions);
+  scalar("qwen3_prefix_cache_entries", "gauge", "Sequences held by the prefix cache",
+         cache_.entries);
+  scalar("qwen3_prefix_cache_bytes", "gauge", "Memory held by the prefix cache's sequences",
+         cache_.bytes);
+  scalar("qwen3_prefix_cache_budget_bytes", "gauge", "The prefix cache's budget (--cache-mb)",
+         cache_budget_);
+  scalar("qwen3_spec_steps_total", "counter", "Speculative verification steps (--spec)",
+         spec_.steps);
+  scalar("qwen3_spec_draft_tokens_total", "counter", "Draft tokens checked", spec_.proposed);
+  scalar("qwen3_spec_accepted_tokens_total", "counter", "Draft tokens accepted", spec_.accepted);
+  scalar("qwen3_spec_emitted_tokens_total", "counter",
+         "Tokens produced by verification steps (accepted drafts and one of the model's each)",
+         spec_.emitted);
   return out.str();
 }
 

@@ -5,8 +5,9 @@
 //        [--rounds 3] [--prompt-tokens 1700] [--system-tokens 600] [--turn-tokens 300]
 // Each figure is the median of --rounds rounds; every round starts from a prompt no earlier round
 // shares, so its first request is cold on both servers.
-import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
+
+import { startServer, streamRequest } from './bench_client.mjs';
 
 const { values: opt } = parseArgs({ options: {
   model: { type: 'string' }, binary: { type: 'string', default: 'build/qwen3' },
@@ -16,18 +17,6 @@ const { values: opt } = parseArgs({ options: {
 } });
 if (!opt.model) { console.error('usage: prefix_bench.mjs --model DIR [options]'); process.exit(2); }
 const rounds = Number(opt.rounds);
-
-async function startServer(cacheArgs) {
-  const proc = spawn(opt.binary, ['serve', opt.model, '--port', '0', '--max-seqs', '1', '--ctx', '4096',
-                                  '--threads', opt.threads, ...cacheArgs], { stdio: ['ignore', 'pipe', 'inherit'] });
-  process.on('exit', () => proc.kill('SIGKILL'));
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    proc.stdout.on('data', (d) => { out += d; const m = out.match(/listening on (\S+)/); if (m) resolve(m[1]); });
-    proc.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
-  return { url, stop: () => new Promise((resolve) => { proc.on('exit', resolve); proc.kill('SIGTERM'); }) };
-}
 
 // Words that are one token each after a space in Qwen's vocabulary, drawn by a fixed generator: a
 // text of n words is about n tokens.
@@ -50,26 +39,15 @@ function text(n, seed) {
 // One streamed chat request. TTFT is the first chunk carrying a token (logprobs make every token
 // a chunk; the role chunk comes before any work). Returns it with the usage and the reply.
 async function chat(url, messages) {
-  const start = performance.now();
-  const res = await fetch(url + '/v1/chat/completions', { method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ messages, max_tokens: 16, temperature: 0, ignore_eos: true, logprobs: true, enable_thinking: false,
-                           stream: true, stream_options: { include_usage: true } }) });
-  let ttft = null, usage = null, content = '', buffer = '';
-  const decoder = new TextDecoder();
-  for await (const bytes of res.body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-      const chunk = JSON.parse(event.slice(6));
-      const choice = chunk.choices?.[0];
-      if (ttft === null && choice?.logprobs) ttft = (performance.now() - start) / 1000;
-      content += choice?.delta?.content ?? '';
-      if (chunk.usage) usage = chunk.usage;
-    }
-  }
+  let ttft = null, usage = null, content = '';
+  await streamRequest(url, '/v1/chat/completions', { messages, max_tokens: 16, temperature: 0, ignore_eos: true, logprobs: true,
+                                                      enable_thinking: false, stream_options: { include_usage: true } },
+                      (chunk, seconds) => {
+    const choice = chunk.choices?.[0];
+    if (ttft === null && choice?.logprobs) ttft = seconds;
+    content += choice?.delta?.content ?? '';
+    if (chunk.usage) usage = chunk.usage;
+  });
   return { ttft, prompt: usage.prompt_tokens, cached: usage.prompt_tokens_details?.cached_tokens ?? 0, content };
 }
 
@@ -93,7 +71,8 @@ async function scenarios(url, round) {
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const results = {};
 for (const [name, cacheArgs] of [['off', ['--cache-mb', '0']], ['on', []]]) {
-  const server = await startServer(cacheArgs);
+  const server = await startServer(opt.binary, opt.model, ['--max-seqs', '1', '--ctx', '4096', '--threads', opt.threads,
+                                                           ...cacheArgs]);
   await chat(server.url, [{ role: 'user', content: 'warm-up' }]);  // pages the weights in
   results[name] = [];
   for (let r = 0; r < rounds; ++r) {
