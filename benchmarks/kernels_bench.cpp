@@ -75,10 +75,11 @@ RuntimePtr attention_runtime(DType kv) {
   return make_runtime("auto", 1, kv == DType::bf16 ? "bf16" : "f32");
 }
 
-// args: positions in the cache, cache dtype (as cache_dtype); one decode token, 16 query heads
-// over 8 KV heads of 128
+// args: positions in the cache, cache dtype (as cache_dtype), shape (0: Qwen3-0.6B's 16 query
+// heads over 8 KV heads of 128; 1: Qwen3.5-0.8B's 8 over 2 of 256); one decode token
 void BM_Attention(benchmark::State& state) {
-  const int P = state.range(0), H = 16, Hkv = 8, Dh = 128;
+  const int P = state.range(0), qwen35 = state.range(2);
+  const int H = qwen35 ? 8 : 16, Hkv = qwen35 ? 2 : 8, Dh = qwen35 ? 256 : 128;
   const DType kv = cache_dtype(state.range(1));
   auto rt = attention_runtime(kv);
   if (!rt) return state.SkipWithError("no AVX512_BF16 on this CPU");
@@ -96,7 +97,10 @@ void BM_Attention(benchmark::State& state) {
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * bytes * 2);
 }
-BENCHMARK(BM_Attention)->ArgsProduct({{128, 1024, 4096}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Attention)
+    ->ArgsProduct({{128, 1024, 4096}, {0, 1, 2}, {0}})
+    ->ArgsProduct({{16384}, {0, 1}, {1}})
+    ->Unit(benchmark::kMicrosecond);
 
 // A whole prompt's causal attention (its keys and values appended to the cache first), one layer,
 // one thread. args: prompt length, cache dtype (as cache_dtype).

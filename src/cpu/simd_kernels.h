@@ -293,6 +293,10 @@ void blocked(const float* x, int T, int K, const void* w, int lead, int n0, int 
   }
 }
 
+// Bytes of one key or value of type W (float or F16) in the cache.
+template <class W>
+constexpr size_t kValueBytes = std::is_same_v<W, float> ? 4 : 2;
+
 // RB queries against NV vectors of keys from key p0 (keys blocked as key_offset, of type W:
 // float or F16): each accumulator holds `lanes` scores and takes one broadcast multiply-add per
 // dimension, in order.
@@ -303,6 +307,11 @@ inline void key_tile(const float* q, int ldq, int D, const void* k, int p0, floa
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < NV; ++c) acc[r][c] = S::zero();
   for (int d = 0; d < D; ++d) {
+    // The tile reads its keys as one sequential stream; keep 16 KiB of it in flight into L2, as
+    // the weights' kernels do (prefetches past the cache's end are dropped, never fault).
+    _mm_prefetch(static_cast<const char*>(k) + ops::key_offset(p0, d, D) * kValueBytes<W> +
+                     16 * kPrefetchBytes,
+                 _MM_HINT_T1);
     V kv[NV];
     for (int c = 0; c < NV; ++c) kv[c] = load_w<S, W>(k, ops::key_offset(p0 + c * S::lanes, d, D));
     for (int r = 0; r < RB; ++r) {
@@ -347,16 +356,24 @@ void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, flo
   key_scores_in_tiles<S, W, S::MR, S::nr(S::MR)>(q, ldq, R, D, k, P, s, lds);
 }
 
-// RB rows of out, CH vectors wide, at columns [d, d + CH * lanes): accumulators stay in
-// registers for the whole sum over p. Values are of type W (float or F16).
+// RB rows of out, CH vectors wide, at columns [d, d + CH * lanes), over positions [p0, p1):
+// accumulators stay in registers for the whole sum, starting from out's partial sums past p0.
+// Values are of type W (float or F16). The same columns of positions `ahead` further on (below
+// P) are prefetched into L2.
 template <class S, class W, int RB, int CH>
-inline void weighted_block(const float* a, int lda, int P, const void* v, int D, int d, float* out,
-                           int ldo) {
+inline void weighted_block(const float* a, int lda, int p0, int p1, int ahead, int P, const void* v,
+                           int D, int d, float* out, int ldo) {
   using V = typename S::V;
+  constexpr size_t block_bytes = CH * S::lanes * kValueBytes<W>;
   V acc[RB][CH];
   for (int r = 0; r < RB; ++r)
-    for (int c = 0; c < CH; ++c) acc[r][c] = S::zero();
-  for (int p = 0; p < P; ++p) {
+    for (int c = 0; c < CH; ++c)
+      acc[r][c] = p0 ? S::load(out + size_t(r) * ldo + d + c * S::lanes) : S::zero();
+  for (int p = p0; p < p1; ++p) {
+    if (p + ahead < P) {
+      const char* next = static_cast<const char*>(v) + (size_t(p + ahead) * D + d) * kValueBytes<W>;
+      for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch(next + l, _MM_HINT_T1);
+    }
     V vv[CH];
     for (int c = 0; c < CH; ++c) vv[c] = load_w<S, W>(v, size_t(p) * D + d + c * S::lanes);
     for (int r = 0; r < RB; ++r) {
@@ -368,22 +385,23 @@ inline void weighted_block(const float* a, int lda, int P, const void* v, int D,
     for (int c = 0; c < CH; ++c) S::store(out + size_t(r) * ldo + d + c * S::lanes, acc[r][c]);
 }
 
-// RB rows of out, all D columns: each value vector loaded serves RB rows.
+// RB rows of out, all D columns, over positions [p0, p1): each value vector loaded serves RB rows.
 template <class S, class W, int RB>
-inline void weighted_rows(const float* a, int lda, int P, const void* v, int D, float* out,
-                          int ldo) {
+inline void weighted_rows(const float* a, int lda, int p0, int p1, int ahead, int P, const void* v,
+                          int D, float* out, int ldo) {
   // 8 vectors per pass (a whole 128-wide row of values, read contiguously: decode's one or two
   // rows) where RB x 8 accumulators, the 8 values and the weight fit the registers; else 4.
   constexpr int CH = RB * 8 + 8 + 1 <= S::registers ? 8 : 4;
   const int dv = D - D % S::lanes;
   int d = 0;
   for (; d + CH * S::lanes <= dv; d += CH * S::lanes)
-    weighted_block<S, W, RB, CH>(a, lda, P, v, D, d, out, ldo);
-  for (; d < dv; d += S::lanes) weighted_block<S, W, RB, 1>(a, lda, P, v, D, d, out, ldo);
+    weighted_block<S, W, RB, CH>(a, lda, p0, p1, ahead, P, v, D, d, out, ldo);
+  for (; d < dv; d += S::lanes)
+    weighted_block<S, W, RB, 1>(a, lda, p0, p1, ahead, P, v, D, d, out, ldo);
   for (int r = 0; r < RB; ++r)  // columns past the last full vector
     for (int dd = dv; dd < D; ++dd) {
-      float acc = 0;
-      for (int p = 0; p < P; ++p)
+      float acc = p0 ? out[size_t(r) * ldo + dd] : 0.0f;
+      for (int p = p0; p < p1; ++p)
         acc = std::fma(a[size_t(r) * lda + p], scalar_w<W>(v, size_t(p) * D + dd), acc);
       out[size_t(r) * ldo + dd] = acc;
     }
@@ -391,11 +409,11 @@ inline void weighted_rows(const float* a, int lda, int P, const void* v, int D, 
 
 // weighted_rows for a number of rows known only at run time (1 .. RB).
 template <class S, class W, int RB>
-inline void weighted_rows_of(int rows, const float* a, int lda, int P, const void* v, int D,
-                             float* out, int ldo) {
+inline void weighted_rows_of(int rows, const float* a, int lda, int p0, int p1, int ahead, int P,
+                             const void* v, int D, float* out, int ldo) {
   if constexpr (RB > 0) {
-    if (rows == RB) return weighted_rows<S, W, RB>(a, lda, P, v, D, out, ldo);
-    weighted_rows_of<S, W, RB - 1>(rows, a, lda, P, v, D, out, ldo);
+    if (rows == RB) return weighted_rows<S, W, RB>(a, lda, p0, p1, ahead, P, v, D, out, ldo);
+    weighted_rows_of<S, W, RB - 1>(rows, a, lda, p0, p1, ahead, P, v, D, out, ldo);
   }
 }
 
@@ -403,12 +421,22 @@ template <class S, class W>
 void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out,
                   int ldo) {
   constexpr int RB = S::weighted_rows;
-  int r = 0;
-  for (; r + RB <= R; r += RB)
-    weighted_rows<S, W, RB>(a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo, ldo);
-  if (r < R)
-    weighted_rows_of<S, W, RB - 1>(R - r, a + size_t(r) * lda, lda, P, v, D, out + size_t(r) * ldo,
-                                   ldo);
+  // Positions in chunks of 32 KiB of values, which stay in L1/L2 while every group of RB rows and
+  // every block of columns takes them, the next chunk prefetched meanwhile: a long cache is read
+  // from memory once, with requests in flight, however many rows and column blocks there are.
+  // Each output still adds its products in order of p.
+  constexpr size_t kChunkBytes = 32 << 10;
+  const int chunk = std::max<int>(1, kChunkBytes / (D * kValueBytes<W>));
+  for (int p0 = 0; p0 == 0 || p0 < P; p0 += chunk) {  // P = 0 still writes zeros
+    const int p1 = std::min(P, p0 + chunk);
+    int r = 0;
+    for (; r + RB <= R; r += RB)
+      weighted_rows<S, W, RB>(a + size_t(r) * lda, lda, p0, p1, chunk, P, v, D,
+                              out + size_t(r) * ldo, ldo);
+    if (r < R)
+      weighted_rows_of<S, W, RB - 1>(R - r, a + size_t(r) * lda, lda, p0, p1, chunk, P, v, D,
+                                     out + size_t(r) * ldo, ldo);
+  }
 }
 
 // The table's append_kv for an f32 or f16 cache: a key's dimensions stored kKeyBlock apart, a

@@ -403,7 +403,7 @@ TEST(VectorKernels, WeightedSumMatchesReference) {
     for (DType dtype : cache_types(kt))
       for (int R : {1, 2, 3, 4, 6, 7, 13, 32})
         for (int D : {1, 7, 8, 16, 17, 64, 128, 130})
-          for (int P : {0, 1, 5, 33}) {
+          for (int P : {0, 1, 5, 33, 300}) {  // 300: past a 32 KiB chunk of values
             const int lda = P + 3, ldo = D + 2, kv = int(dtype);      // strides wider than the rows
             const int stored = P + P % 2;                             // positions the cache holds
             std::vector<float> a(size_t(R) * lda), v(size_t(P) * D);  // v [p, d]
