@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -172,8 +173,10 @@ std::vector<GeneratedToken> Generation::verify(std::span<const float> logits) {
     if (done()) break;
   }
   const int kept = static_cast<int>(out.size());
+  // A verification step is rewindable to any length within it: failing is a bug, not bad input.
   if (sequence_.truncate(start + kept) != start + kept)
-    throw Error(ErrorKind::invalid_argument, "speculation: the sequence could not rewind");
+    throw std::logic_error("speculation: the sequence could not rewind to " +
+                           std::to_string(start + kept) + " tokens");
   s.proposer->consumed(start, s.input, kept, s.hidden);
   s.length.observe(rows - 1, accepted);
   if (rows > 1) {
