@@ -59,7 +59,9 @@ class Generation {
 
   // Speculative decoding (qwen3/speculative.h): once the prompt is in, each step feeds the last
   // token with up to `max_tokens` that `proposer` guesses, as many as pay off (DraftLength, for a
-  // model whose steps take pass_rows rows in one pass: Model::pass_rows).
+  // model whose steps take pass_rows rows in one pass: Model::pass_rows). The drafts' cost is
+  // timed: the model step from next_item to advance (call them right before and after it) and the
+  // proposer's drafting.
   void speculate(std::unique_ptr<Proposer> proposer, int max_tokens, int pass_rows);
   const SpeculationStats* speculation() const;  // null without speculation
 

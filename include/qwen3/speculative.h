@@ -30,7 +30,8 @@ class Proposer {
   virtual void consumed(int /*position*/, std::span<const TokenId> /*tokens*/, int /*kept*/,
                         std::span<const float> /*hidden*/) {}
   virtual bool needs_hidden() const { return false; }
-  // What drafting one token costs, as a fraction of one decode step of the model: how K is chosen.
+  // What drafting one token costs, as a fraction of one decode step of the model: an estimate
+  // (from weight bytes) that DraftLength starts from until it has timed both.
   virtual double token_cost() const = 0;
   virtual const char* name() const = 0;
 };
@@ -49,8 +50,14 @@ std::unique_ptr<Proposer> draft_proposer(Model& draft, const Model& model, int m
 // With acceptance p per token, K drafts give (1 - p^(K+1)) / (1 - p) tokens a step, for a step
 // that costs 1 + K (row cost + draft cost), plus a pass over the weights for every pass_rows rows
 // beyond the first pass (Model::pass_rows). K = 0 (plain decode) when no K gains, with a probe of
-// K = 1 after 16 plain steps (32, 64, ... 256 after probes that failed) so that a proposer that
-// becomes good again is noticed.
+// K = 1 after 16 plain steps (32, 64, ... 256 after probes that failed, and at least the last
+// probe's cost over kProbeShare) so that a proposer that becomes good again is noticed.
+//
+// The draft cost is measured: the generation times its model steps and its proposer's drafting
+// (observe_step, observe_drafting) and the cost is their ratio, per token drafted over a one-token
+// step. Until both are measured it is the proposer's own estimate (Proposer::token_cost, from
+// weight bytes), which a small draft beats in reality (per-layer fixed costs weigh on it). Tests
+// inject seconds; nothing here reads a clock.
 class DraftLength {
  public:
   DraftLength(int max_tokens, double token_cost, int pass_rows);
@@ -58,18 +65,36 @@ class DraftLength {
   void observe(int proposed, int accepted);  // a step's outcome
   double acceptance() const;
 
+  // A model step of `rows` rows (the newest token and its drafts) took `seconds`.
+  void observe_step(int rows, double seconds);
+  // The proposal after next() took `seconds` for `tokens` drafts: the cost of drafts when the step
+  // before speculated, of a probe when next() probed.
+  void observe_drafting(int tokens, double seconds);
+  // Drafting one token as a fraction of a one-token step: measured, else the estimate given.
+  double token_cost() const;
+
   // A verification row's cost within a pass, and a further pass's, as fractions of a decode step
   // (`qwen3 bench --spec` measures them: 0.02-0.05 a row, 0.6 a pass with AVX2 on 2 cores).
   static constexpr double kRowCost = 0.05, kPassCost = 0.6;
+  // The most of the time probes may take: the wait after a failed one is at least its measured
+  // cost over this (a draft model's probe catches it up on what it missed: a step or two here).
+  static constexpr double kProbeShare = 0.02;
 
  private:
+  double step_cost(int rows) const;  // a step of `rows` rows, in one-token steps, drafts aside
+
   int max_tokens_, pass_rows_;
   double token_cost_;
+  // Moving averages of seconds: a one-token step (a verification's time over step_cost), and a
+  // drafted token, each with its number of samples.
+  double step_seconds_ = 0, draft_seconds_ = 0;
+  int step_samples_ = 0, draft_samples_ = 0;
   // A prior of p = 0.7 (trained draft heads and small drafts of the same family do better, prompt
   // lookup often worse), outweighed within a few steps.
   double accepted_ = 1.4, trials_ = 2;
   int plain_steps_ = 0, probe_interval_ = 16;
-  bool probing_ = false;
+  double probe_cost_ = 0;                       // the last probe's, in one-token steps
+  bool probing_ = false, speculating_ = false;  // the last observed step had drafts
 };
 
 // Totals over a generation, for `run` and the server's /metrics.

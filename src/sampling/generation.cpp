@@ -2,8 +2,11 @@
 #include "qwen3/generation.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <optional>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +101,11 @@ struct Generation::Speculation {
   std::vector<TokenId> input;  // the next step's tokens: the last one sampled, then the drafts
   std::vector<float>
       hidden;  // the last step's rows after the final norm, when the proposer reads them
+  // When the verification step's item was handed out: front ends step the model right after
+  // next_item and advance right after the step, so that advance times the step (DraftLength
+  // weighs drafts by the measured costs). In a server's batch the requests advanced before this
+  // one are in the time too.
+  std::optional<std::chrono::steady_clock::time_point> step_start;
 };
 
 Generation::~Generation() = default;
@@ -105,8 +113,8 @@ Generation::~Generation() = default;
 void Generation::speculate(std::unique_ptr<Proposer> proposer, int max_tokens, int pass_rows) {
   if (fed_ > 0) throw Error(ErrorKind::invalid_argument, "speculate: the generation has started");
   const double cost = proposer->token_cost();
-  spec_.reset(
-      new Speculation{std::move(proposer), DraftLength(max_tokens, cost, pass_rows), {}, {}, {}});
+  spec_.reset(new Speculation{
+      std::move(proposer), DraftLength(max_tokens, cost, pass_rows), {}, {}, {}, {}});
 }
 
 const SpeculationStats* Generation::speculation() const { return spec_ ? &spec_->stats : nullptr; }
@@ -133,6 +141,7 @@ BatchItem Generation::next_item(int chunk) {
     const bool verifying = fed_ == prompt_.size();
     item.all_logits = item.rewindable = verifying;
     if (spec_->proposer->needs_hidden()) item.hidden = &spec_->hidden;
+    if (verifying) spec_->step_start = std::chrono::steady_clock::now();
   }
   return item;
 }
@@ -160,6 +169,11 @@ std::vector<GeneratedToken> Generation::advance(int fed, std::span<const float> 
 std::vector<GeneratedToken> Generation::verify(std::span<const float> logits) {
   Speculation& s = *spec_;
   const int rows = static_cast<int>(s.input.size());
+  if (s.step_start)
+    s.length.observe_step(
+        rows,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *s.step_start).count());
+  s.step_start.reset();
   const size_t vocab = logits.size() / rows;
   const int start = sequence_.length() - rows;
   std::vector<GeneratedToken> out;
@@ -172,8 +186,10 @@ std::vector<GeneratedToken> Generation::verify(std::span<const float> logits) {
     if (done()) break;
   }
   const int kept = static_cast<int>(out.size());
+  // A verification step is rewindable to any length within it: failing is a bug, not bad input.
   if (sequence_.truncate(start + kept) != start + kept)
-    throw Error(ErrorKind::invalid_argument, "speculation: the sequence could not rewind");
+    throw std::logic_error("speculation: the sequence could not rewind to " +
+                           std::to_string(start + kept) + " tokens");
   s.proposer->consumed(start, s.input, kept, s.hidden);
   s.length.observe(rows - 1, accepted);
   if (rows > 1) {
@@ -193,9 +209,14 @@ void Generation::propose() {
   int k = s.length.next();
   k = std::min(k, options_.max_tokens - static_cast<int>(generated_.size()) - 1);
   k = std::min(k, sequence_.max_context() - sequence_.length() - 1);
+  // DraftLength weighs the proposal's time as the drafts' cost or a probe's.
   s.input.assign(1, generated_.back());
   if (k <= 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
   const auto drafts = s.proposer->propose(history_, k);
+  s.length.observe_drafting(
+      static_cast<int>(std::min(drafts.size(), size_t(k))),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   s.input.insert(s.input.end(), drafts.begin(),
                  drafts.begin() + std::min(drafts.size(), size_t(k)));
 }

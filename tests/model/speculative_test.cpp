@@ -237,5 +237,50 @@ TEST(DraftLength, FollowsAcceptance) {
   EXPECT_GT(bad.acceptance(), 0.0);
 }
 
+// The draft cost K is chosen by: the proposer's estimate until a step and a drafting were timed,
+// then their ratio (seconds injected here; the generation reads the clock), a moving average.
+TEST(DraftLength, WeighsMeasuredCosts) {
+  DraftLength d(4, 0.1, 6);
+  EXPECT_DOUBLE_EQ(d.token_cost(), 0.1);
+  EXPECT_GT(d.next(), 0);       // at the prior p = 0.7 a draft of a tenth of a step pays
+  d.observe_drafting(2, 10.0);  // the first proposal (a draft model reads the prompt): not counted
+  d.observe_step(3, 0.05 * (1 + 2 * DraftLength::kRowCost));  // 3 rows: 1 + 2 kRowCost steps
+  d.observe(2, 1);
+  EXPECT_DOUBLE_EQ(d.token_cost(), 0.1);  // no drafting timed yet
+  d.observe_drafting(2, 0.1);
+  EXPECT_DOUBLE_EQ(d.token_cost(), 1.0);
+  EXPECT_EQ(d.next(), 0);  // a draft costing a whole step does not pay
+  // A new sample weighs a fifth.
+  d.observe_step(1, 0.1);
+  EXPECT_NEAR(d.token_cost(), 0.05 / 0.06, 1e-12);
+  d.observe_drafting(1, 0);
+  EXPECT_NEAR(d.token_cost(), 0.04 / 0.06, 1e-12);
+  // A step slowed by something else (a prompt chunk batched with it) counts as twice the average.
+  d.observe_step(1, 10.0);
+  EXPECT_NEAR(d.token_cost(), 0.04 / 0.072, 1e-12);
+}
+
+// A probe that costs two steps (a draft model catching up) is followed by a wait of at least its
+// cost over kProbeShare: probes of a proposer that is never right take 2% of the time.
+TEST(DraftLength, CostlyProbesWaitLonger) {
+  DraftLength d(4, 0.1, 6);
+  d.observe_step(1, 0.05);
+  std::vector<int> probes;
+  for (int step = 0; step < 2000; ++step) {
+    const int k = d.next();
+    if (k > 0) {
+      probes.push_back(step);
+      d.observe_drafting(k, 0.1);
+    }
+    d.observe(k, 0);
+  }
+  std::vector<int> waits;
+  for (size_t i = 1; i < probes.size(); ++i) waits.push_back(probes[i] - probes[i - 1]);
+  // 2.05 steps (with the verification's extra row) / 0.02: 103 plain steps, then the doubling.
+  const std::vector<int> expected = {16, 103, 103, 128, 256, 256};
+  ASSERT_GE(waits.size(), expected.size());
+  EXPECT_EQ(std::vector<int>(waits.begin() + 1, waits.begin() + 1 + expected.size()), expected);
+}
+
 }  // namespace
 }  // namespace qwen3
