@@ -1,13 +1,15 @@
-// Integer matmul kernels for q8_0 / q4_0 weights in the row-group layout, written once over an
-// int8 vector type S, the way simd_kernels.h writes the float ones; src/cpu/<isa>/quant_kernels.cpp
-// instantiate them.
+// Integer matmul kernels for q8_0 / q4_0 / q4_k / q5_k / q6_k weights in the row-group layout,
+// written once over an int8 vector type S, the way simd_kernels.h writes the float ones;
+// src/cpu/<isa>/quant_kernels.cpp instantiate them.
 //
 // S provides: I (S::lanes int32 lanes of 4 bytes), V (S::lanes floats), MR (tokens per tile), vnni
 // (udot is one instruction, so sign tricks are not needed), load(p) (S::lanes x 4 bytes), bcast4(p)
 // (4 bytes into every lane), splat32, zero_i, zero, udot(u, s, acc) (acc + sums of 4 unsigned x
 // signed byte products per lane), abs8, sign8(x, w) (x * sign w), xor80, nib_lo, nib_hi, scales(p)
-// (S::lanes f16 to float), set1, add32, cvt, mul, fma, store(p, v, lo, hi) (lanes lo..hi-1 only),
-// quantize_block(x, q, d, sum) (quantize_activations of one block, bit for bit).
+// (S::lanes f16 to float), ubytes(p) / sbytes(p) (S::lanes unsigned / signed bytes to float),
+// shl16(v, n) / shr16(v, n) (each 16-bit lane shifted), and_, or_, sub8, splat8, set1, add32, cvt,
+// mul, fma, store(p, v, lo, hi) (lanes lo..hi-1 only), quantize_block(x, q, d, sum)
+// (quantize_activations of one block, bit for bit).
 #pragma once
 
 #include <immintrin.h>
@@ -23,15 +25,34 @@
 
 namespace qwen3::cpu {
 
-// How a row group's block meets the int8 activations: `steps` products of one 4-byte chunk per
-// row (one vector load) by 4 broadcast activation bytes at x + xoff(step), exact in int32.
+// How a row group's unit (a block; q4_k: a super-block of `blocks` blocks) meets the int8
+// activations: per block, `steps` products of one 4-byte chunk per row (one vector load) by 4
+// broadcast activation bytes at x + xoff(step), exact in int32, into two chains (chain(step))
+// started at corr x sum(x) and 0; then apply() scales the chains' sums into the float accumulator
+// with the block's weight scales (Scales, from scales()).
 template <class S, DType W>
 struct Grouped;
+
+// q8_0 and q4_0: one f16 scale per row and block, ahead of the quants; acc += isum * (d_w * d_x).
+template <class S>
+struct OneScale {
+  using V = typename S::V;
+  using I = typename S::I;
+  static constexpr int blocks = 1;
+  static constexpr int quants(int) { return 2 * kQuantRows; }
+  // Alternate steps in two chains halve the dependent dpbusd run (8-token tiles 13% faster).
+  static constexpr int chain(int step) { return step % 2; }
+  using Scales = V;
+  static V scales(const uint8_t* unit, int, int v) { return S::scales(unit + 2 * S::lanes * v); }
+  static V apply(V ws, I isum0, I isum1, float xd, int32_t, V acc) {
+    return S::fma(S::cvt(S::add32(isum0, isum1)), S::mul(ws, S::set1(xd)), acc);  // exact sum
+  }
+};
 
 // q8_0: with VNNI, w + 128 is the unsigned operand and `corr` x sum(x) (once per token and block)
 // corrects it. Without, |w| x (x * sign w) keeps maddubs' int16 pairs from saturating.
 template <class S>
-struct Grouped<S, DType::q8_0> {
+struct Grouped<S, DType::q8_0> : OneScale<S> {
   using I = typename S::I;
   static constexpr int bytes = kQ8Bytes, steps = kQuantBlock / kQuantChunk,
                        corr = S::vnni ? -128 : 0;
@@ -53,7 +74,7 @@ struct Grouped<S, DType::q8_0> {
 // q4_0: the nibbles (0..15) are the unsigned operand, -8 x sum(x) corrects. Steps 0..3 take chunk
 // j's low nibbles (elements 4j..), steps 4..7 its high nibbles (elements 16 + 4j..).
 template <class S>
-struct Grouped<S, DType::q4_0> {
+struct Grouped<S, DType::q4_0> : OneScale<S> {
   using I = typename S::I;
   static constexpr int bytes = kQ4Bytes, steps = kQuantBlock / kQuantChunk, corr = -8;
   struct Wp {
@@ -69,53 +90,146 @@ struct Grouped<S, DType::q4_0> {
   static I dot(const Wp& w, I x, I acc) { return S::udot(w.u, x, acc); }
 };
 
+// q4_k: q4_0's nibbles, uncorrected; the min is subtracted in float instead, as llama.cpp does:
+// acc += isum * (d sc x_d), then acc += dmin m * -(x_d sum(x)). d sc and dmin m are exact (an
+// f16 times a 6-bit integer).
+template <class S>
+struct Grouped<S, DType::q4_k> : Grouped<S, DType::q4_0> {
+  using I = typename S::I;
+  using V = typename S::V;
+  static constexpr int bytes = kQ4KBytes, blocks = kSuperBlock / kQuantBlock, corr = 0;
+  static constexpr int quants(int b) { return (20 + b * kQuantBlock / 2) * kQuantRows; }
+  struct Scales {
+    V d, m;
+  };
+  static Scales scales(const uint8_t* unit, int b, int v) {
+    const uint8_t* sc = unit + 4 * kQuantRows + S::lanes * v;
+    return {S::mul(S::scales(unit + 2 * S::lanes * v), S::ubytes(sc + b * kQuantRows)),
+            S::mul(S::scales(unit + 2 * kQuantRows + 2 * S::lanes * v),
+                   S::ubytes(sc + (blocks + b) * kQuantRows))};
+  }
+  static V apply(const Scales& w, I isum0, I isum1, float xd, int32_t xsum, V acc) {
+    acc = S::fma(S::cvt(S::add32(isum0, isum1)), S::mul(w.d, S::set1(xd)), acc);
+    return S::fma(w.m, S::set1(-(xd * float(xsum))), acc);
+  }
+};
+
+// q5_k: q4_k with a fifth bit for each nibble, from the block's chunk of fifth bits: bit `step` of
+// each byte (elements 16h + 4c + i: bit 4h + c of byte i), moved to bit 4.
+template <class S>
+struct Grouped<S, DType::q5_k> : Grouped<S, DType::q4_k> {
+  using I = typename S::I;
+  static constexpr int bytes = kQ5KBytes;
+  static constexpr int quants(int b) {
+    return (20 + b * (kQuantBlock / 2 + kQuantChunk)) * kQuantRows;
+  }
+  using Wp = typename Grouped<S, DType::q4_0>::Wp;
+  static Wp prep(const uint8_t* q, int step) {
+    const I w = S::load(q + step % 4 * kQuantRows * kQuantChunk);
+    const I high = S::load(q + kQuantBlock / 2 * kQuantRows);
+    // shifts of 4 or less keep each byte's bit 4 its own
+    const I fifth =
+        S::and_(step < 4 ? S::shl16(high, 4 - step) : S::shr16(high, step - 4), S::splat8(0x10));
+    return {S::or_(step < 4 ? S::nib_lo(w) : S::nib_hi(w), fifth)};
+  }
+};
+
+// q6_k: each step's 6-bit q from its nibble and two high bits, less 32, as q8_0's signed weights
+// without VNNI (|w| x (x * sign w): the halves of a block have scales of their own, and sum(x)
+// covers both). The chains are the halves (steps 0..3: elements 0..15, 4..7: 16..31).
+template <class S>
+struct Grouped<S, DType::q6_k> {
+  using I = typename S::I;
+  using V = typename S::V;
+  static constexpr int bytes = kQ6KBytes, blocks = kSuperBlock / kQuantBlock,
+                       steps = kQuantBlock / kQuantChunk, corr = 0;
+  static constexpr int quants(int b) { return (18 + 24 * b) * kQuantRows; }
+  static constexpr int chain(int step) { return step / 4; }
+  struct Wp {
+    I u, w;
+  };
+  static Wp prep(const uint8_t* q, int step) {
+    const int c = step % 4, h = step / 4;
+    const I nibbles = S::load(q + c * kQuantRows * kQuantChunk);
+    const I high = S::load(q + (kQuantBlock / 2 + h * kQuantChunk) * kQuantRows);
+    // chunk c's two bits are bits 2c of each byte: to bits 4, 5 (shifts of 4 or less keep each
+    // byte's bits 4, 5 its own)
+    const I top =
+        S::and_(c < 2 ? S::shl16(high, 4 - 2 * c) : S::shr16(high, 2 * c - 4), S::splat8(0x30));
+    const I w = S::sub8(S::or_(h ? S::nib_hi(nibbles) : S::nib_lo(nibbles), top), S::splat8(32));
+    return {S::abs8(w), w};
+  }
+  static constexpr int xoff(int step) {
+    return step / 4 * kQuantBlock / 2 + step % 4 * kQuantChunk;
+  }
+  static I dot(const Wp& w, I x, I acc) { return S::udot(w.u, S::sign8(x, w.w), acc); }
+  struct Scales {
+    V lo, hi;  // d sc of the two halves: exact (an f16 times an 8-bit integer)
+  };
+  static Scales scales(const uint8_t* unit, int b, int v) {
+    const V d = S::scales(unit + 2 * S::lanes * v);
+    const uint8_t* sc = unit + 2 * kQuantRows + S::lanes * v;
+    return {S::mul(d, S::sbytes(sc + 2 * b * kQuantRows)),
+            S::mul(d, S::sbytes(sc + (2 * b + 1) * kQuantRows))};
+  }
+  static V apply(const Scales& w, I isum0, I isum1, float xd, int32_t, V acc) {
+    const V xs = S::set1(xd);
+    acc = S::fma(S::cvt(isum0), S::mul(w.lo, xs), acc);
+    return S::fma(S::cvt(isum1), S::mul(w.hi, xs), acc);
+  }
+};
+
 // MR tokens against one complete row group at g; writes outputs lo..hi-1 of the group (y points at
 // its first). Per block, the prepared weights and the 16 scales serve all MR tokens, and each
-// token pays one convert, one scale product and one FMA per S::lanes outputs.
+// token pays one convert, one scale product and one FMA (q4_k, q5_k: two FMAs; q6_k: two each) per
+// S::lanes outputs.
 template <class S, DType W, int MR>
 inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, int K,
                        const uint8_t* g, float* y, int ldy, int lo, int hi) {
   using F = Grouped<S, W>;
   using I = typename S::I;
   using V = typename S::V;
-  // Two integer chains per token halve the dependent dpbusd run (8-token tiles 13% faster).
   constexpr int nv = kQuantRows / S::lanes, chains = 2;
+  constexpr int span = kQuantRows * F::bytes / F::blocks;  // the group's bytes per block
   const int nb = K / kQuantBlock;
   V acc[MR][nv];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < nv; ++v) acc[r][v] = S::zero();
-  for (int b = 0; b < nb; ++b) {
-    const uint8_t* blk = g + size_t(b) * kQuantRows * F::bytes;
-    if constexpr (MR ==
-                  1)  // into L2, 8 KiB ahead: q4 decode 5% faster than into L1 (T0) at any distance
-      for (int l = 0; l < kQuantRows * F::bytes; l += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + 16 * kPrefetchBytes + l, _MM_HINT_T1);
-    V ws[nv];
-    typename F::Wp wp[F::steps][nv];
-    for (int v = 0; v < nv; ++v) {
-      ws[v] = S::scales(blk + 2 * S::lanes * v);
-      for (int s = 0; s < F::steps; ++s)
-        wp[s][v] = F::prep(blk + 2 * kQuantRows + kQuantChunk * S::lanes * v, s);
-    }
-    // Unrolled, so that acc stays in registers (a rolled loop indexes it in memory: q4 30% slower).
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      const int8_t* x = xq + size_t(r) * K + size_t(b) * kQuantBlock;
-      I isum[chains][nv];
+  for (int u = 0; u < nb / F::blocks; ++u) {
+    const uint8_t* unit = g + size_t(u) * kQuantRows * F::bytes;
+    for (int j = 0; j < F::blocks; ++j) {  // the unit's blocks
+      const int b = u * F::blocks + j;
+      // into L2, 8 KiB ahead: q4 decode 5% faster than into L1 (T0) at any distance
+      if constexpr (MR == 1)
+        for (int l = 0; l < span; l += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(unit) + j * span + 16 * kPrefetchBytes + l,
+                       _MM_HINT_T1);
+      typename F::Scales ws[nv];
+      typename F::Wp wp[F::steps][nv];
       for (int v = 0; v < nv; ++v) {
-        isum[0][v] = F::corr ? S::splat32(F::corr * xsum[r * nb + b]) : S::zero_i();
-        isum[1][v] = S::zero_i();
+        ws[v] = F::scales(unit, j, v);
+        for (int s = 0; s < F::steps; ++s)
+          wp[s][v] = F::prep(unit + F::quants(j) + kQuantChunk * S::lanes * v, s);
       }
+      // Unrolled, so that acc stays in registers (a rolled loop indexes it in memory: q4 30%
+      // slower).
 #pragma GCC unroll 16
-      for (int s = 0; s < F::steps; ++s) {
-        const I xb = S::bcast4(x + F::xoff(s));
+      for (int r = 0; r < MR; ++r) {
+        const int8_t* x = xq + size_t(r) * K + size_t(b) * kQuantBlock;
+        I isum[chains][nv];
+        for (int v = 0; v < nv; ++v) {
+          isum[0][v] = F::corr ? S::splat32(F::corr * xsum[r * nb + b]) : S::zero_i();
+          isum[1][v] = S::zero_i();
+        }
+#pragma GCC unroll 16
+        for (int s = 0; s < F::steps; ++s) {
+          const I xb = S::bcast4(x + F::xoff(s));
+          for (int v = 0; v < nv; ++v)
+            isum[F::chain(s)][v] = F::dot(wp[s][v], xb, isum[F::chain(s)][v]);
+        }
         for (int v = 0; v < nv; ++v)
-          isum[s % chains][v] = F::dot(wp[s][v], xb, isum[s % chains][v]);
-      }
-      const V xs = S::set1(xd[r * nb + b]);
-      for (int v = 0; v < nv; ++v) {
-        const I sum = S::add32(isum[0][v], isum[1][v]);  // exact
-        acc[r][v] = S::fma(S::cvt(sum), S::mul(ws[v], xs), acc[r][v]);
+          acc[r][v] =
+              F::apply(ws[v], isum[0][v], isum[1][v], xd[r * nb + b], xsum[r * nb + b], acc[r][v]);
       }
     }
   }
@@ -181,6 +295,9 @@ ops::KernelTable with_quant(ops::KernelTable t) {
   t.quantize_x = quantize_x<S>;
   t.matmul_q8_0 = matmul_quant<S, DType::q8_0>;
   t.matmul_q4_0 = matmul_quant<S, DType::q4_0>;
+  t.matmul_q4_k = matmul_quant<S, DType::q4_k>;
+  t.matmul_q5_k = matmul_quant<S, DType::q5_k>;
+  t.matmul_q6_k = matmul_quant<S, DType::q6_k>;
   return t;
 }
 

@@ -9,13 +9,18 @@
 
 namespace qwen3 {
 
-// q8_0 and q4_0 hold blocks of 32 values with one scale each; their layout is in io/quant_blocks.h.
-enum class DType { f32, f16, bf16, q8_0, q4_0 };
+// q8_0 and q4_0 hold blocks of 32 values with one scale each; q4_k, q5_k and q6_k hold GGUF's
+// Q4_K, Q5_K and Q6_K super-blocks of 256 values (blocks of 32 with a scale and a min; of 16 with a
+// scale). Their layouts are in io/quant_blocks.h.
+enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k };
 
-inline bool is_block_quantized(DType t) { return t == DType::q8_0 || t == DType::q4_0; }
+inline bool is_block_quantized(DType t) {
+  return t != DType::f32 && t != DType::f16 && t != DType::bf16;
+}
 
-// Values per block of a block-quantized dtype; a row's length must be a multiple of it.
-constexpr int kQuantBlock = 32;
+// Values per block of a block-quantized dtype; a row's length must be a multiple of it (of
+// kSuperBlock for q4_k, q5_k and q6_k).
+constexpr int kQuantBlock = 32, kSuperBlock = 256;
 
 // Bytes of one row of `cols` values. Block-quantized dtypes need cols % kQuantBlock == 0.
 inline size_t row_bytes(DType t, size_t cols) {
@@ -23,8 +28,15 @@ inline size_t row_bytes(DType t, size_t cols) {
     case DType::f32: return 4 * cols;
     case DType::f16:
     case DType::bf16: return 2 * cols;
-    case DType::q8_0: return cols / kQuantBlock * (2 + kQuantBlock);      // f16 scale + 32 int8
-    case DType::q4_0: return cols / kQuantBlock * (2 + kQuantBlock / 2);  // f16 scale + 32 nibbles
+    case DType::q8_0: return cols / kQuantBlock * (2 + kQuantBlock);  // f16 scale + 32 int8
+    case DType::q4_0:
+      return cols / kQuantBlock * (2 + kQuantBlock / 2);  // f16 scale + 32 nibbles
+    // f16 d and dmin, 8 scales and 8 mins of a byte each, 256 nibbles
+    case DType::q4_k: return cols / kSuperBlock * (4 + 16 + kSuperBlock / 2);
+    // q4_k's and 256 fifth bits
+    case DType::q5_k: return cols / kSuperBlock * (4 + 16 + kSuperBlock * 5 / 8);
+    // f16 d, 16 int8 scales, 256 values of 6 bits
+    case DType::q6_k: return cols / kSuperBlock * (2 + 16 + kSuperBlock * 6 / 8);
   }
   return 0;
 }
@@ -36,6 +48,9 @@ inline const char* dtype_name(DType t) {
     case DType::bf16: return "bf16";
     case DType::q8_0: return "q8_0";
     case DType::q4_0: return "q4_0";
+    case DType::q4_k: return "q4_k";
+    case DType::q5_k: return "q5_k";
+    case DType::q6_k: return "q6_k";
   }
   return "?";
 }

@@ -130,10 +130,11 @@ void q3_k(const uint8_t* b, float* y) {
   }
 }
 
-// The packed scales of Q4_K and Q5_K, 12 bytes for 8 (scale, min) pairs of 6 bits: pairs 0..3
-// are the low 6 bits of bytes k and k + 4; pairs 4..7 take their low 4 bits from byte k + 4
-// (scale: low nibble, min: high nibble) and their high 2 bits from the top bits of bytes k - 4
-// (scale) and k (min).
+}  // namespace
+
+// Pairs 0..3 are the low 6 bits of bytes k and k + 4; pairs 4..7 take their low 4 bits from byte
+// k + 4 (scale: low nibble, min: high nibble) and their high 2 bits from the top bits of bytes
+// k - 4 (scale) and k (min).
 void k4_scale_min(const uint8_t* s, int k, int& scale, int& min) {
   if (k < 4) {
     scale = s[k] & 63;
@@ -143,6 +144,8 @@ void k4_scale_min(const uint8_t* s, int k, int& scale, int& min) {
     min = (s[k + 4] >> 4) | (s[k] >> 6) << 4;
   }
 }
+
+namespace {
 
 // Q4_K, 144 bytes: f16 d, f16 dmin, 12 bytes of scales, 128 bytes of nibbles. Values come in 8
 // groups of 32; group g uses byte 32 (g / 2) + l, low nibble for even g, high for odd;

@@ -61,6 +61,9 @@ inline const char* ggml_type_name(GgmlType type) { return ggml_type_info(type).n
 // Values per super-block of the K quants and of iq4_xs.
 constexpr int kQK_K = 256;
 
+// The packed scales of Q4_K and Q5_K, 12 bytes for 8 (scale, min) pairs of 6 bits: pair k.
+void k4_scale_min(const uint8_t* s, int k, int& scale, int& min);
+
 // Bytes of n values (n a multiple of the block size).
 inline size_t ggml_row_bytes(GgmlType type, int64_t n) {
   const GgmlTypeInfo& t = ggml_type_info(type);

@@ -1,8 +1,11 @@
-// Scalar block quantization: the one definition of the q8_0 / q4_0 rounding.
+// Scalar block quantization (the one definition of the q8_0 / q4_0 rounding), and the row-group
+// layout's byte order.
 #include "io/quant_blocks.h"
 
 #include <cmath>
 #include <cstring>
+
+#include "io/gguf_types.h"
 
 namespace qwen3 {
 
@@ -51,35 +54,113 @@ void quantize_row(DType to, const float* x, int K, uint8_t* out) {
 
 namespace {
 
-// Byte offset, inside a complete group, of row r's block b quant byte i (scale bytes: i = -2, -1).
-size_t group_offset(DType t, int b, int r, int i) {
-  const int bytes = t == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
-  const size_t block = size_t(b) * kQuantRows * bytes;
-  if (i < 0) return block + 2 * r + (i + 2);
-  return block + 2 * kQuantRows + (i / kQuantChunk * kQuantRows + r) * kQuantChunk +
-         i % kQuantChunk;
+// Q4_K, 144 bytes: f16 d, f16 dmin, 12 bytes of packed scales and mins, 128 bytes of nibbles.
+// Q5_K, 176 bytes: the same with 32 bytes of fifth bits (qh) before the nibbles. Both keep block
+// b's 32 values in the low (even b) or high (odd b) nibbles of 32 bytes, Q5_K their fifth bits in
+// bit b of qh (io/gguf_types.cpp's q4_k and q5_k).
+void k4_from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out) {
+  const bool q5 = to == DType::q5_k;
+  const size_t in_bytes =
+      io::ggml_row_bytes(q5 ? io::GgmlType::q5_k : io::GgmlType::q4_k, kSuperBlock);
+  const int block_bytes = q5 ? 20 : 16;
+  std::memset(out, 0, row_bytes(to, K));
+  for (int s = 0; s < K / kSuperBlock; ++s, ggml += in_bytes, out += row_bytes(to, kSuperBlock)) {
+    std::memcpy(out, ggml, 4);  // d, dmin
+    const uint8_t* qh = ggml + 16;
+    const uint8_t* qs = ggml + (q5 ? 48 : 16);
+    for (int b = 0; b < kSuperBlock / kQuantBlock; ++b) {
+      int scale, min;
+      io::k4_scale_min(ggml + 4, b, scale, min);
+      out[4 + b] = uint8_t(scale);
+      out[12 + b] = uint8_t(min);
+      uint8_t* block = out + 20 + block_bytes * b;  // block_nibble's and q5_k_q's bits, set
+      for (int e = 0; e < kQuantBlock; ++e) {
+        block[e % 16] |= uint8_t(((qs[32 * (b / 2) + e] >> (4 * (b % 2))) & 0xf) << (4 * (e / 16)));
+        if (q5) block[16 + e % 4] |= uint8_t(((qh[e] >> b) & 1) << (e / 4 % 4 + 4 * (e / 16)));
+      }
+    }
+  }
+}
+
+// Q6_K, 210 bytes: ql (128 bytes), qh (64), 16 int8 scales, f16 d (io/gguf_types.cpp's q6_k).
+void q6_k_from_ggml(const uint8_t* ggml, int K, uint8_t* out) {
+  std::memset(out, 0, row_bytes(DType::q6_k, K));
+  const size_t in_bytes = io::ggml_row_bytes(io::GgmlType::q6_k, kSuperBlock);
+  for (int s = 0; s < K / kSuperBlock; ++s, ggml += in_bytes, out += kQ6KBytes) {
+    std::memcpy(out, ggml + 208, 2);
+    std::memcpy(out + 2, ggml + 192, 16);
+    for (int v = 0; v < kSuperBlock; ++v) {
+      const int c = v / 128, s4 = v % 128 / 32, l = v % 32;
+      const int lo = (ggml[64 * c + 32 * (s4 % 2) + l] >> (4 * (s4 / 2))) & 0xf;
+      const int hi = (ggml[128 + 32 * c + l] >> (2 * s4)) & 3;
+      uint8_t* block = out + 18 + 24 * (v / kQuantBlock);  // q6_k_q's bits, set
+      const int e = v % kQuantBlock, h = e / 16, k = e % 16;
+      block[k] |= uint8_t(lo << (4 * h));
+      block[16 + 4 * h + k % 4] |= uint8_t(hi << (2 * (k / 4)));
+    }
+  }
+}
+
+}  // namespace
+
+void k_quant_from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out) {
+  if (to == DType::q6_k) q6_k_from_ggml(ggml, K, out);
+  else k4_from_ggml(to, ggml, K, out);
+}
+
+namespace {
+
+// Values and bytes per row of one unit of the layout: a block, or a K-quant's super-block.
+int unit_values(DType t) {
+  return t == DType::q8_0 || t == DType::q4_0 ? kQuantBlock : kSuperBlock;
+}
+int unit_bytes(DType t) { return int(row_bytes(t, unit_values(t))); }
+
+// Byte offset, inside a complete group's unit, of byte i of row r's plain unit.
+size_t group_offset(DType t, int r, int i) {
+  // quant byte i of a block: its chunk of 4, each row's in turn
+  auto chunked = [r](int q) {
+    return (q / kQuantChunk * kQuantRows + r) * kQuantChunk + q % kQuantChunk;
+  };
+  if (t == DType::q8_0 || t == DType::q4_0)
+    return i < 2 ? 2 * r + i : 2 * kQuantRows + chunked(i - 2);
+  // a K-quant's blocks after its `head` bytes a row: each block's nibbles in q4_0's chunks, then
+  // its high bits' chunks
+  auto blocks = [&](int head, int block_bytes) {
+    constexpr int half = kQuantBlock / 2;
+    const int block = (i - head) / block_bytes, at = (i - head) % block_bytes;
+    return head * kQuantRows + block * block_bytes * kQuantRows +
+           (at < half ? chunked(at) : half * kQuantRows + chunked(at - half));
+  };
+  if (t == DType::q6_k)  // d, the 16 scales, the blocks
+    return i < 2 ? 2 * r + i : i < 18 ? i * kQuantRows + r : blocks(18, 24);
+  // q4_k, q5_k: d, dmin, the 8 scales, the 8 mins, the blocks
+  return i < 4    ? i / 2 * 2 * kQuantRows + 2 * r + i % 2
+         : i < 20 ? i * kQuantRows + r
+                  : blocks(20, t == DType::q5_k ? 20 : 16);
 }
 
 }  // namespace
 
 void interleave_rows(DType t, int rows, int K, const uint8_t* plain, uint8_t* out) {
-  const size_t rb = row_bytes(t, K), bytes = t == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
+  const size_t rb = row_bytes(t, K), bytes = unit_bytes(t);
   const int full = rows / kQuantRows * kQuantRows;
   for (int g = 0; g < full; g += kQuantRows)
     for (int r = 0; r < kQuantRows; ++r)
-      for (int b = 0; b < K / kQuantBlock; ++b)
-        for (int i = -2; i < int(bytes) - 2; ++i)
-          out[g * rb + group_offset(t, b, r, i)] = plain[(g + r) * rb + b * bytes + 2 + i];
+      for (int u = 0; u < K / unit_values(t); ++u)
+        for (size_t i = 0; i < bytes; ++i)
+          out[g * rb + u * kQuantRows * bytes + group_offset(t, r, int(i))] =
+              plain[(g + r) * rb + u * bytes + i];
   std::memcpy(out + full * rb, plain + full * rb, (rows - full) * rb);
 }
 
 void extract_row(DType t, const uint8_t* w, int N, int K, int n, uint8_t* out) {
-  const size_t rb = row_bytes(t, K), bytes = t == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
+  const size_t rb = row_bytes(t, K), bytes = unit_bytes(t);
   const int g = n / kQuantRows * kQuantRows;
   if (g + kQuantRows > N) return void(std::memcpy(out, w + n * rb, rb));
-  for (int b = 0; b < K / kQuantBlock; ++b)
-    for (int i = -2; i < int(bytes) - 2; ++i)
-      out[b * bytes + 2 + i] = w[g * rb + group_offset(t, b, n - g, i)];
+  for (int u = 0; u < K / unit_values(t); ++u)
+    for (size_t i = 0; i < bytes; ++i)
+      out[u * bytes + i] = w[g * rb + u * kQuantRows * bytes + group_offset(t, n - g, int(i))];
 }
 
 void dequantize_row(DType from, const void* row, int K, float* out) {
@@ -101,6 +182,29 @@ void dequantize_row(DType from, const void* row, int K, float* out) {
           out[b * kQuantBlock + j] = block_scale(p) * ((p[2 + j] & 0xf) - 8);
           out[b * kQuantBlock + j + kQuantBlock / 2] = block_scale(p) * ((p[2 + j] >> 4) - 8);
         }
+      return;
+    case DType::q4_k:
+    case DType::q5_k: {
+      // the products are exact, the difference rounds once: io::dequantize_row's, bit for bit
+      const int block_bytes = from == DType::q5_k ? 20 : 16;
+      for (int s = 0; s < K / kSuperBlock;
+           ++s, p += row_bytes(from, kSuperBlock), out += kSuperBlock)
+        for (int b = 0; b < kSuperBlock / kQuantBlock; ++b) {
+          const float dl = block_scale(p) * float(p[4 + b]),
+                      ml = block_scale(p + 2) * float(p[12 + b]);
+          const uint8_t* block = p + 20 + block_bytes * b;
+          for (int e = 0; e < kQuantBlock; ++e)
+            out[kQuantBlock * b + e] =
+                dl * float(from == DType::q5_k ? q5_k_q(block, e) : block_nibble(block, e)) - ml;
+        }
+      return;
+    }
+    case DType::q6_k:
+      // (d sc) exact, times (q - 32) rounded once, in io::dequantize_row's order: bit for bit
+      for (int s = 0; s < K / kSuperBlock; ++s, p += kQ6KBytes, out += kSuperBlock)
+        for (int v = 0; v < kSuperBlock; ++v)
+          out[v] = block_scale(p) * float(int8_t(p[2 + v / 16])) *
+                   float(q6_k_q(p + 18 + 24 * (v / kQuantBlock), v % kQuantBlock) - 32);
       return;
   }
 }

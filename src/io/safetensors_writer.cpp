@@ -21,6 +21,9 @@ const char* safetensors_dtype(DType t) {
     case DType::bf16: return "BF16";
     case DType::q8_0: return "Q8_0";
     case DType::q4_0: return "Q4_0";
+    case DType::q4_k:
+    case DType::q5_k:
+    case DType::q6_k: break;  // only ever loaded from a GGUF file, never written
   }
   return "?";
 }

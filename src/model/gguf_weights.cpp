@@ -70,17 +70,32 @@ std::optional<std::pair<int, std::string>> number_then(const std::string& s) {
 }
 
 // What the kernels read for a ggml type: the same bytes in place, repacked blocks, or a
-// dequantization (bf16, or --quant's type).
+// dequantization (bf16, or --quant's type). requantize: --quant asks for this matrix in its type,
+// which q8_0 and q4_0 files keep (the engine's blocks already) and K-quants take instead.
 enum class Conversion { in_place, repacked, dequantized };
 
-Conversion conversion_of(io::GgmlType t) {
+Conversion conversion_of(io::GgmlType t, bool requantize) {
   switch (t) {
     case io::GgmlType::f32:
     case io::GgmlType::f16:
     case io::GgmlType::bf16: return Conversion::in_place;
     case io::GgmlType::q8_0:
     case io::GgmlType::q4_0: return Conversion::repacked;
+    case io::GgmlType::q4_k:
+    case io::GgmlType::q5_k:
+    case io::GgmlType::q6_k: return requantize ? Conversion::dequantized : Conversion::repacked;
     default: return Conversion::dequantized;
+  }
+}
+
+// The engine's type holding a repacked ggml type's values unchanged.
+DType repacked_dtype(io::GgmlType t) {
+  switch (t) {
+    case io::GgmlType::q8_0: return DType::q8_0;
+    case io::GgmlType::q4_0: return DType::q4_0;
+    case io::GgmlType::q4_k: return DType::q4_k;
+    case io::GgmlType::q5_k: return DType::q5_k;
+    default: return DType::q6_k;
   }
 }
 
@@ -165,12 +180,13 @@ class Binder {
                                : std::string()));
     for (const auto& [types, count] : converted_) {
       const auto [from, to] = types;
-      const std::string what = conversion_of(from) == Conversion::repacked
-                                   ? "repacked into the engine's row groups at load"
-                               : to == DType::bf16
-                                   ? "dequantized to bf16 at load (no kernel for the type yet)"
-                                   : std::string("requantized to ") + dtype_name(to) +
-                                         " at load (--quant; no kernel for the type yet)";
+      const bool has_kernel = conversion_of(from, false) == Conversion::repacked;
+      const std::string what =
+          has_kernel && to == repacked_dtype(from) ? "repacked into the engine's row groups at load"
+          : to == DType::bf16
+              ? "dequantized to bf16 at load (no kernel for the type yet)"
+              : std::string("requantized to ") + dtype_name(to) + " at load (--quant" +
+                    (has_kernel ? ")" : "; no kernel for the type yet)");
       w_.notes.push_back(std::string(io::ggml_type_name(from)) + ": " + std::to_string(count) +
                          (count == 1 ? " matrix " : " matrices ") + what);
     }
@@ -210,14 +226,26 @@ class Binder {
   // quantized: whether --quant may turn this matrix into q8_0 / q4_0 (its role, --keep-head).
   ops::Matrix matrix(const io::GgufTensor& t, const uint8_t* data, int rows, int cols,
                      bool quantized) {
-    switch (conversion_of(t.type)) {
+    switch (conversion_of(t.type, quantized && requantize_to_ != DType::bf16)) {
       case Conversion::in_place: return {float_dtype(t.type), data, rows, cols};
       case Conversion::repacked: {
-        const DType to = t.type == io::GgmlType::q8_0 ? DType::q8_0 : DType::q4_0;
+        const DType to = repacked_dtype(t.type);
         uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
-        jobs_.push_back([=, release = owns_bytes_] {
-          interleave_rows(to, rows, cols, data, out);
-          if (release) give_back(data, size_t(rows) * row_bytes(to, cols));
+        jobs_.push_back([=, type = t.type, release = owns_bytes_] {
+          const size_t in_row = io::ggml_row_bytes(type, cols);
+          if (to != DType::q8_0 && to != DType::q4_0) {  // K-quants: a group of rows at a time
+            const size_t out_row = row_bytes(to, cols);
+            std::vector<uint8_t> plain(kQuantRows * out_row);
+            for (int r0 = 0; r0 < rows; r0 += kQuantRows) {
+              const int n = std::min(kQuantRows, rows - r0);
+              for (int r = 0; r < n; ++r)
+                k_quant_from_ggml(to, data + (r0 + r) * in_row, cols, &plain[r * out_row]);
+              interleave_rows(to, n, cols, plain.data(), out + r0 * out_row);
+            }
+          } else {
+            interleave_rows(to, rows, cols, data, out);
+          }
+          if (release) give_back(data, rows * in_row);
         });
         ++converted_[{t.type, to}];
         return {to, out, rows, cols};

@@ -26,7 +26,7 @@ struct Weights {
   // by group: "model.visual.* (28 tensors)".
   std::vector<std::string> unread;
   // A GGUF file's map, when the model came from one (gguf_model.h), and what its loading
-  // converted: "q4_K: 84 matrices dequantized to bf16 at load (no kernel for the type yet)".
+  // converted: "q3_K: 29 matrices dequantized to bf16 at load (no kernel for the type yet)".
   std::optional<io::GgufFile> gguf;
   std::vector<std::string> notes;
 

@@ -16,11 +16,12 @@ namespace qwen3::ops {
 using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int lead, int n0, int n1,
                               float* y, int ldy);
 
-// The same contract for block-quantized w (q8_0, q4_0) of N rows in the grouped layout of
-// io/quant_blocks.h, with x already quantized per row (quantize_x): xq [T, K] int8, xd [T, K / 32]
-// float scales and xsum [T, K / 32] block sums. Each block's integer dot product is exact; each
-// output then takes, block after block, acc = fma(float(isum), d_w * d_x, acc): one order for every
-// T, n range and row group.
+// The same contract for block-quantized w (q8_0, q4_0, q4_k, q5_k, q6_k) of N rows in the grouped
+// layout of io/quant_blocks.h, with x already quantized per row (quantize_x): xq [T, K] int8, xd
+// [T, K / 32] float scales and xsum [T, K / 32] block sums. Each block's integer dot product is
+// exact; each output then takes, block after block, acc = fma(float(isum), d_w * d_x, acc) (q4_k,
+// q5_k: then acc = fma(dmin_w, -(d_x * xsum), acc); q6_k: the block's two halves of 16 in turn,
+// each with its own scale): one order for every T, n range and row group.
 using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int32_t* xsum, int T,
                                    int K, const void* w, int N, int n0, int n1, float* y, int ldy);
 
@@ -81,10 +82,25 @@ struct KernelTable {
   void (*quantize_x)(const float* x, int K, int8_t* q, float* d, int32_t* sum) = nullptr;
   QuantMatmulKernel matmul_q8_0 = nullptr;
   QuantMatmulKernel matmul_q4_0 = nullptr;
+  QuantMatmulKernel matmul_q4_k = nullptr;
+  QuantMatmulKernel matmul_q5_k = nullptr;
+  QuantMatmulKernel matmul_q6_k = nullptr;
   // Rows of x that share one pass over the float weights (one tile): a decode batch or a
   // speculative verification up to this size reads the weights once.
   int pass_rows = 1;
 };
+
+// The table's integer kernel for block-quantized w of dtype `w`.
+inline QuantMatmulKernel quant_matmul(const KernelTable& t, DType w) {
+  switch (w) {
+    case DType::q8_0: return t.matmul_q8_0;
+    case DType::q4_0: return t.matmul_q4_0;
+    case DType::q4_k: return t.matmul_q4_k;
+    case DType::q5_k: return t.matmul_q5_k;
+    case DType::q6_k: return t.matmul_q6_k;
+    default: return nullptr;
+  }
+}
 
 // Rows [t0, t1) of x [T, K] rotated right by `lead`: out[t, k] = x[t, (k - lead) mod K], as a
 // matmul of that lead reads W's rows.

@@ -126,10 +126,12 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
   size_t x_size = 0;
   for (const ProductGroup& group : groups) {
     for (const Product& p : group.products) {
-      // x is prepared for one dtype and lead: a folder mixing dtypes, or placing matrices at odd
+      // x is prepared for one dtype and lead (quantized the same for every block-quantized one,
+      // such as a Q4_K_M file's q4_k and q6_k): a folder mixing dtypes, or placing matrices at odd
       // offsets, has its products one by one, each with its own lead (the lead sets the order of
       // each dot product's sum, so a matrix always takes the same one)
-      if (p.w.dtype != dtype || p.w.cols != K || lead(p.w) != first_lead) {
+      const bool same_x = quantized ? is_block_quantized(p.w.dtype) : p.w.dtype == dtype;
+      if (!same_x || p.w.cols != K || lead(p.w) != first_lead) {
         for (const ProductGroup& each : groups)
           for (const Product& q : each.products) matmul(rt, each.x, each.T, {q});
         return;
@@ -188,9 +190,9 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
                 n1 = std::min(w.rows, (ue - first_unit[j]) * kRowsPerUnit);
       const int T = job.group->T;
       if (quantized)
-        (dtype == DType::q8_0 ? rt.kernels.matmul_q8_0 : rt.kernels.matmul_q4_0)(
-            &rt.xq[job.x_at], &rt.xd[job.x_at / kQuantBlock], &rt.xs[job.x_at / kQuantBlock], T, K,
-            w.data, w.rows, n0, n1, job.product->y, w.rows);
+        quant_matmul(rt.kernels, w.dtype)(&rt.xq[job.x_at], &rt.xd[job.x_at / kQuantBlock],
+                                          &rt.xs[job.x_at / kQuantBlock], T, K, w.data, w.rows, n0,
+                                          n1, job.product->y, w.rows);
       else
         rt.kernels.matmul[int(dtype)](&rt.xf[job.x_at], T, K, w.data, first_lead, n0, n1,
                                       job.product->y, w.rows);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/quant_blocks.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
 #include "qwen3/error.h"
@@ -268,6 +269,44 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
     matmul(*rt, x.data(), T, mb, zb.data());
     EXPECT_EQ(ya, za) << "T=" << T;
     EXPECT_EQ(yb, zb) << "T=" << T;
+  }
+}
+
+// N rows of a K-quant in the row-group layout: random quants, scales and mins; d and dmin 2^-10.
+std::vector<uint8_t> random_k_quant(DType dtype, int N, int K, std::mt19937& rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<uint8_t> plain(size_t(N) * row_bytes(dtype, K)), out(plain.size());
+  const size_t unit = row_bytes(dtype, kSuperBlock);
+  const uint16_t d = f32_to_f16(1.0f / 1024);
+  for (size_t u = 0; u < plain.size(); u += unit) {
+    for (size_t i = 0; i < unit; ++i) plain[u + i] = uint8_t(byte(rng));
+    for (int i = 0; i < (dtype == DType::q6_k ? 1 : 2); ++i) std::memcpy(&plain[u + 2 * i], &d, 2);
+  }
+  interleave_rows(dtype, N, K, plain.data(), out.data());
+  return out;
+}
+
+// Block-quantized weights of any dtypes share one quantized x: a Q4_K_M file's q4_k and q6_k
+// products in one call give what each gives alone.
+TEST(MatmulKernel, ProductsOfTwoQuantDtypesGiveWhatEachGivesAlone) {
+  std::mt19937 rng(10);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int K = 512, N = 40;
+  const std::vector<uint8_t> a = random_k_quant(DType::q4_k, N, K, rng),
+                             b = random_k_quant(DType::q6_k, N, K, rng);
+  const Matrix ma{DType::q4_k, a.data(), N, K}, mb{DType::q6_k, b.data(), N, K};
+  for (const char* isa : {"scalar", "auto"}) {
+    auto rt = make_runtime(isa, 2);
+    for (int T : {1, 100}) {
+      std::vector<float> x(size_t(T) * K);
+      for (auto& v : x) v = u(rng);
+      std::vector<float> ya(size_t(T) * N), yb(ya.size()), za(ya.size()), zb(ya.size());
+      matmul(*rt, x.data(), T, {{ma, ya.data()}, {mb, yb.data()}});
+      matmul(*rt, x.data(), T, ma, za.data());
+      matmul(*rt, x.data(), T, mb, zb.data());
+      EXPECT_EQ(ya, za) << isa << " T=" << T;
+      EXPECT_EQ(yb, zb) << isa << " T=" << T;
+    }
   }
 }
 

@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
+#include "io/gguf_types.h"
 #include "io/quant_blocks.h"
 #include "ops/kernels.h"
 
@@ -96,9 +98,42 @@ struct QuantWeights {
   const uint8_t* data() const { return bytes.data() + misalign; }
 };
 
-// Plain rows of random blocks, N x row_bytes.
+bool k_quant(DType t) { return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k; }
+io::GgmlType ggml_type(DType t) {
+  return t == DType::q4_k   ? io::GgmlType::q4_k
+         : t == DType::q5_k ? io::GgmlType::q5_k
+                            : io::GgmlType::q6_k;
+}
+
+// N rows of ggml Q4_K, Q5_K or Q6_K blocks: any bits for the scales, mins and quants; the f16 d and
+// dmin small and positive.
+std::vector<uint8_t> random_ggml(io::GgmlType type, int N, int K, std::mt19937& rng) {
+  const size_t block = io::ggml_row_bytes(type, kSuperBlock);
+  std::vector<uint8_t> bytes(N * io::ggml_row_bytes(type, K));
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(1e-4f, 4e-3f);
+  for (size_t b = 0; b < bytes.size(); b += block) {
+    for (size_t i = 0; i < block; ++i) bytes[b + i] = uint8_t(byte(rng));
+    for (size_t at :
+         type == io::GgmlType::q6_k ? std::vector<size_t>{208} : std::vector<size_t>{0, 2}) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      bytes[b + at] = uint8_t(h & 0xff);
+      bytes[b + at + 1] = uint8_t(h >> 8);
+    }
+  }
+  return bytes;
+}
+
+// Plain rows of random blocks, N x row_bytes (K-quants: random ggml blocks repacked).
 std::vector<uint8_t> random_plain_rows(DType dtype, int N, int K, std::mt19937& rng) {
   std::vector<uint8_t> plain(N * row_bytes(dtype, K));
+  if (k_quant(dtype)) {
+    const auto ggml = random_ggml(ggml_type(dtype), N, K, rng);
+    for (int n = 0; n < N; ++n)
+      k_quant_from_ggml(dtype, &ggml[n * io::ggml_row_bytes(ggml_type(dtype), K)], K,
+                        &plain[n * row_bytes(dtype, K)]);
+    return plain;
+  }
   auto f = random_values(size_t(N) * K, rng, 0.05f);
   for (int n = 0; n < N; ++n)
     quantize_row(dtype, &f[size_t(n) * K], K, &plain[n * row_bytes(dtype, K)]);
@@ -115,9 +150,9 @@ QuantWeights random_quant_weights(DType dtype, int N, int K, int misalign, std::
 
 TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
   std::mt19937 rng(4);
-  for (DType dtype : {DType::q8_0, DType::q4_0})
+  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
     for (int N : {1, 15, 16, 17, 32, 45}) {
-      const int K = 96;
+      const int K = k_quant(dtype) ? 512 : 96;
       const size_t rb = row_bytes(dtype, K);
       const auto plain = random_plain_rows(dtype, N, K, rng);
       std::vector<uint8_t> grouped(plain.size()), row(rb);
@@ -133,6 +168,33 @@ TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
       // The q8_0 layout's first chunk: row r's first 4 quants after the group's 16 scales.
       if (dtype == DType::q8_0 && N >= 16) {
         for (int r = 0; r < 16; ++r) ASSERT_EQ(grouped[32 + 4 * r + 1], plain[r * rb + 2 + 1]);
+      }
+    }
+}
+
+// q4_k, q5_k and q6_k hold Q4_K's, Q5_K's and Q6_K's values exactly: a file's rows, repacked into
+// row groups and extracted again, dequantize to ggml's values bit for bit, in 4.625, 5.625 and
+// 6.5625 bits a weight.
+TEST(QuantBlocks, KQuantRepackIsLossless) {
+  EXPECT_EQ(row_bytes(DType::q4_k, kSuperBlock) * 8, 4.625 * kSuperBlock);
+  EXPECT_EQ(row_bytes(DType::q5_k, kSuperBlock) * 8, 5.625 * kSuperBlock);
+  EXPECT_EQ(row_bytes(DType::q6_k, kSuperBlock) * 8, 6.5625 * kSuperBlock);
+  std::mt19937 rng(5);
+  for (DType dtype : {DType::q4_k, DType::q5_k, DType::q6_k})
+    for (int N : {1, 16, 35}) {
+      const int K = 768;
+      const size_t in_row = io::ggml_row_bytes(ggml_type(dtype), K), rb = row_bytes(dtype, K);
+      const auto ggml = random_ggml(ggml_type(dtype), N, K, rng);
+      std::vector<uint8_t> plain(N * rb), grouped(N * rb), row(rb);
+      for (int n = 0; n < N; ++n) k_quant_from_ggml(dtype, &ggml[n * in_row], K, &plain[n * rb]);
+      interleave_rows(dtype, N, K, plain.data(), grouped.data());
+      std::vector<float> want(K), got(K);
+      for (int n = 0; n < N; ++n) {
+        io::dequantize_row(ggml_type(dtype), &ggml[n * in_row], K, want.data());
+        extract_row(dtype, grouped.data(), N, K, n, row.data());
+        dequantize_row(dtype, row.data(), K, got.data());
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), K * sizeof(float)), 0)
+            << dtype_name(dtype) << " N " << N << " n " << n;
       }
     }
 }
@@ -177,16 +239,31 @@ TEST(QuantizeActivations, KernelsMatchTheReferenceBitForBit) {
   }
 }
 
-ops::QuantMatmulKernel kernel_of(const ops::KernelTable& kt, DType dtype) {
-  return dtype == DType::q8_0 ? kt.matmul_q8_0 : kt.matmul_q4_0;
+// The magnitudes of a plain row's parts the kernels sum: |value|, for q4_k and q5_k |d sc q| +
+// |dmin m| (the two products are summed apart, so their rounding is relative to each).
+void weight_magnitudes(DType dtype, const uint8_t* row, int K, float* out) {
+  dequantize_row(dtype, row, K, out);
+  if (dtype != DType::q4_k && dtype != DType::q5_k) {
+    for (int k = 0; k < K; ++k) out[k] = std::abs(out[k]);
+    return;
+  }
+  std::vector<uint8_t> positive(row, row + row_bytes(dtype, K));
+  for (int s = 0; s < K / kSuperBlock; ++s) {
+    uint8_t* unit = &positive[s * row_bytes(dtype, kSuperBlock)];
+    unit[1] &= 0x7f;  // |d|: the f16's sign bit
+    unit[3] |= 0x80;  // -|dmin|
+  }
+  dequantize_row(dtype, positive.data(), K, out);
 }
 
 TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(42);
   for (const ops::KernelTable* kt : quant_tables()) {
-    for (DType dtype : {DType::q8_0, DType::q4_0}) {
-      for (int K : {32, 64, 96, 160, 1024, 3072}) {
+    for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+      const auto sizes = k_quant(dtype) ? std::vector<int>{256, 512, 2816, 3072}
+                                        : std::vector<int>{32, 64, 96, 160, 1024, 3072};
+      for (int K : sizes) {
         for (int T = 1; T <= 13; ++T) {
           // A sub-range of rows, sentinels around it: part of a 16-row group, and a plain tail row.
           const int N = 19, n0 = 3, n1 = 17, ldy = N + 4;
@@ -198,11 +275,11 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
           const int8_t* xq = x.q.data() + misalign;
           const float* xd = x.d.data() + 1;
           const int32_t* xs = x.sum.data() + 1;
-          kernel_of(ops::reference_kernels(), dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1,
-                                                     want.data(), ldy);
-          kernel_of(*kt, dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1, got.data(), ldy);
+          ops::quant_matmul(ops::reference_kernels(), dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1,
+                                                             want.data(), ldy);
+          ops::quant_matmul(*kt, dtype)(xq, xd, xs, T, K, w.data(), N, n0, n1, got.data(), ldy);
           const size_t rb = row_bytes(dtype, K);
-          std::vector<float> wrow(K);
+          std::vector<float> wrow(K), wabs(K);
           std::vector<uint8_t> blocks(rb);
           for (int t = 0; t < T; ++t)
             for (int n = 0; n < ldy; ++n) {
@@ -212,14 +289,23 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
                     << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
                 continue;
               }
-              // Block sums are exact integers; only the float sum over K / 32 scaled blocks (and
-              // the lanes) rounds, so both results are within (K / 32 + 16) * eps * sum|x_k w_k|.
+              // Block sums are exact integers; only the float sum over K / 32 scaled blocks (q4_k:
+              // two terms each) and the lanes rounds, so both results are within
+              // 2 (K / 32 + 16) eps sum|x_k w_k| of the dequantized row times x (w_k's parts
+              // apart for q4_k), and of each other.
               extract_row(dtype, w.data(), N, K, n, blocks.data());
               dequantize_row(dtype, blocks.data(), K, wrow.data());
+              weight_magnitudes(dtype, blocks.data(), K, wabs.data());
+              double dot = 0;
               float sum_abs = 0;
-              for (int k = 0; k < K; ++k)
-                sum_abs += std::abs(xq[size_t(t) * K + k] * xd[(size_t(t) * K + k) / 32] * wrow[k]);
+              for (int k = 0; k < K; ++k) {
+                const float xk = xq[size_t(t) * K + k] * xd[(size_t(t) * K + k) / 32];
+                dot += double(xk) * wrow[k];
+                sum_abs += std::abs(xk) * wabs[k];
+              }
               const float tol = 2 * (K / 32 + 16) * eps * sum_abs;
+              ASSERT_NEAR(want[i], dot, tol) << "reference, dtype " << dtype_name(dtype) << ", K "
+                                             << K << ", t " << t << ", n " << n;
               ASSERT_NEAR(got[i], want[i], tol)
                   << "op matmul, isa " << kt->name << ", dtype " << dtype_name(dtype) << ", K " << K
                   << ", T " << T << ", t " << t << ", n " << n;
@@ -233,20 +319,21 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
 TEST(QuantMatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   std::mt19937 rng(7);
   // Two row groups and a plain tail of 5 rows; T spans two token blocks of 64 and a partial tile.
-  const int K = 1024 + 32, N = 37, T = 75;
+  const int N = 37, T = 75;
   for (const ops::KernelTable* kt : quant_tables()) {
-    for (DType dtype : {DType::q8_0, DType::q4_0}) {
+    for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+      const int K = k_quant(dtype) ? 1280 : 1024 + 32;
       QuantWeights w = random_quant_weights(dtype, N, K, 0, rng);
       QuantActivations x = random_activations(T, K, 0, rng);
       const float* xd = x.d.data() + 1;
       const int32_t* xs = x.sum.data() + 1;
       std::vector<float> all(size_t(T) * N), one(N);
-      kernel_of(*kt, dtype)(x.q.data(), xd, xs, T, K, w.data(), N, 0, N, all.data(), N);
+      ops::quant_matmul(*kt, dtype)(x.q.data(), xd, xs, T, K, w.data(), N, 0, N, all.data(), N);
       for (int t = 0; t < T; ++t) {
         // Alone, and split into odd row ranges that cut groups and the tail.
         for (auto [n0, n1] : {std::pair{0, 5}, {5, 20}, {20, 34}, {34, N}})
-          kernel_of(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, xs + t * K / 32, 1, K,
-                                w.data(), N, n0, n1, one.data(), N);
+          ops::quant_matmul(*kt, dtype)(&x.q[size_t(t) * K], xd + t * K / 32, xs + t * K / 32, 1, K,
+                                        w.data(), N, n0, n1, one.data(), N);
         for (int n = 0; n < N; ++n)
           ASSERT_EQ(one[n], all[size_t(t) * N + n])
               << kt->name << " " << dtype_name(dtype) << " t=" << t << " n=" << n;

@@ -38,6 +38,20 @@ struct Avx2Int8 {
   static V scales(const uint8_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  static V ubytes(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static V sbytes(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static I shl16(I v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
+  static I shr16(I v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
+  static I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+  static I sub8(I a, I b) { return _mm256_sub_epi8(a, b); }
+  static I splat8(int8_t v) { return _mm256_set1_epi8(v); }
   static V set1(float a) { return _mm256_set1_ps(a); }
   static V cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
