@@ -316,6 +316,61 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
   }
 }
 
+// Rows whose every weight is its type's largest magnitude operand (q4: nibble 15, q5: 31, q6: -32,
+// q8: -127): with activations all +-127, the kernels' integer sums reach their largest values,
+// where 16-bit partial sums would saturate if a kernel kept too many of them.
+std::vector<uint8_t> extreme_plain_rows(DType dtype, int N, int K, std::mt19937& rng) {
+  if (!k_quant(dtype)) {
+    std::vector<uint8_t> plain(N * row_bytes(dtype, K));
+    const int bytes = dtype == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
+    for (size_t b = 0; b < plain.size(); b += bytes) {
+      const uint16_t d = f32_to_f16(1e-3f);
+      plain[b] = uint8_t(d & 0xff);
+      plain[b + 1] = uint8_t(d >> 8);
+      std::memset(&plain[b + 2], dtype == DType::q8_0 ? 0x81 : 0xff, bytes - 2);
+    }
+    return plain;
+  }
+  auto ggml = random_ggml(ggml_type(dtype), N, K, rng);
+  const size_t block = io::ggml_row_bytes(ggml_type(dtype), kSuperBlock);
+  for (size_t b = 0; b < ggml.size(); b += block)
+    if (dtype == DType::q6_k) std::memset(&ggml[b], 0, 128 + 64);  // ql, qh: q = 0, less 32
+    else std::memset(&ggml[b + 16], 0xff, block - 16);             // (qh and) qs: all bits set
+  std::vector<uint8_t> plain(N * row_bytes(dtype, K));
+  for (int n = 0; n < N; ++n)
+    k_quant_from_ggml(dtype, &ggml[n * io::ggml_row_bytes(ggml_type(dtype), K)], K,
+                      &plain[n * row_bytes(dtype, K)]);
+  return plain;
+}
+
+TEST(QuantMatmulKernel, IntegerSumsDoNotSaturateAtExtremes) {
+  std::mt19937 rng(9);
+  const int N = 16, T = 13, K = 512;  // T: two 6-token tiles and a single token
+  std::vector<float> x(size_t(T) * K);
+  for (int t = 0; t < T; ++t)
+    std::fill_n(&x[size_t(t) * K], K, t % 2 ? -1.0f : 1.0f);  // quantized to +-127
+  QuantActivations a{std::vector<int8_t>(x.size()), std::vector<float>(x.size() / 32),
+                     std::vector<int32_t>(x.size() / 32)};
+  for (int t = 0; t < T; ++t)
+    quantize_activations(&x[size_t(t) * K], K, &a.q[size_t(t) * K], &a.d[size_t(t) * K / 32],
+                         &a.sum[size_t(t) * K / 32]);
+  ASSERT_EQ(a.q[K], -127);
+  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+    std::vector<uint8_t> w(N * row_bytes(dtype, K));
+    interleave_rows(dtype, N, K, extreme_plain_rows(dtype, N, K, rng).data(), w.data());
+    std::vector<float> want(size_t(T) * N), got(size_t(T) * N), row(K);
+    ops::quant_matmul(ops::reference_kernels(), dtype)(a.q.data(), a.d.data(), a.sum.data(), T, K,
+                                                       w.data(), N, 0, N, want.data(), N);
+    for (const ops::KernelTable* kt : quant_tables()) {
+      ops::quant_matmul(*kt, dtype)(a.q.data(), a.d.data(), a.sum.data(), T, K, w.data(), N, 0, N,
+                                    got.data(), N);
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-5f * std::abs(want[i]))
+            << kt->name << ", dtype " << dtype_name(dtype) << ", t " << i / N << ", n " << i % N;
+    }
+  }
+}
+
 TEST(QuantMatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   std::mt19937 rng(7);
   // Two row groups and a plain tail of 5 rows; T spans two token blocks of 64 and a partial tile.

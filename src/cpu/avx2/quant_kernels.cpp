@@ -1,4 +1,4 @@
-// AVX2 instantiation of the integer kernels: half a row group per 256-bit vector, maddubs + madd, 4
+// AVX2 instantiation of the integer kernels: half a row group per 256-bit vector, maddubs + madd, 6
 // tokens a tile.
 #include "cpu/target.h"  // first: see there
 QWEN3_TARGET_AVX2
@@ -12,7 +12,7 @@ namespace {
 struct Avx2Int8 {
   using I = __m256i;
   using V = __m256;
-  static constexpr int lanes = 8, MR = 4;
+  static constexpr int lanes = 8, MR = 6;
   static constexpr bool vnni = false;
   static I zero_i() { return _mm256_setzero_si256(); }
   static V zero() { return _mm256_setzero_ps(); }
@@ -25,10 +25,10 @@ struct Avx2Int8 {
     std::memcpy(&v, p, 4);
     return _mm256_set1_epi32(v);
   }
-  static I udot(I u, I s, I acc) {
-    return _mm256_add_epi32(acc,
-                            _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
-  }
+  static I pairs(I u, I s) { return _mm256_maddubs_epi16(u, s); }
+  static I add16(I a, I b) { return _mm256_add_epi16(a, b); }
+  static I widen(I p) { return _mm256_madd_epi16(p, _mm256_set1_epi16(1)); }
+  static I udot(I u, I s, I acc) { return _mm256_add_epi32(acc, widen(pairs(u, s))); }
   static I abs8(I v) { return _mm256_abs_epi8(v); }
   static I sign8(I x, I w) { return _mm256_sign_epi8(x, w); }
   static I xor80(I v) { return _mm256_xor_si256(v, _mm256_set1_epi8(-128)); }

@@ -24,11 +24,12 @@ struct Avx512Int8 {
     std::memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
   }
+  static I pairs(I u, I s) { return _mm512_maddubs_epi16(u, s); }
+  static I add16(I a, I b) { return _mm512_add_epi16(a, b); }
+  static I widen(I p) { return _mm512_madd_epi16(p, _mm512_set1_epi16(1)); }
   static I udot(I u, I s, I acc) {
     if constexpr (Vnni) return _mm512_dpbusd_epi32(acc, u, s);
-    else
-      return _mm512_add_epi32(acc,
-                              _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1)));
+    else return _mm512_add_epi32(acc, widen(pairs(u, s)));
   }
   static I abs8(I v) { return _mm512_abs_epi8(v); }
   static I sign8(I x, I w) {
