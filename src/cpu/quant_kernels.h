@@ -1,6 +1,6 @@
-// Integer matmul kernels for q8_0 / q4_0 / q4_k / q5_k / q6_k weights in the row-group layout,
-// written once over an int8 vector type S, the way simd_kernels.h writes the float ones;
-// src/cpu/<isa>/quant_kernels.cpp instantiate them.
+// Integer matmul kernels for q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k / q5_k / q6_k weights in the
+// row-group layout, written once over an int8 vector type S, the way simd_kernels.h writes the
+// float ones; src/cpu/<isa>/quant_kernels.cpp instantiate them.
 //
 // S provides: I (S::lanes int32 lanes of 4 bytes), V (S::lanes floats), MR (tokens per tile), vnni
 // (udot is one instruction, so sign tricks are not needed), load(p) (S::lanes x 4 bytes), bcast4(p)
@@ -97,6 +97,57 @@ struct Grouped<S, DType::q4_0> : OneScale<S> {
   static I signed_x(const Wp&, I x) { return x; }
 };
 
+// q4_0's nibbles for `step` with their fifth bits, from the chunk of fifth bits that follows the
+// block's nibble chunks: bit `step` of each byte (elements 16h + 4c + i: bit 4h + c of byte i),
+// moved to bit 4. q5_0, q5_1 and q5_k's unsigned operand (0..31).
+template <class S>
+inline typename S::I with_fifth_bit(const uint8_t* q, int step) {
+  using I = typename S::I;
+  const I w = S::load(q + step % 4 * kQuantRows * kQuantChunk);
+  const I high = S::load(q + kQuantBlock / 2 * kQuantRows);
+  // shifts of 4 or less keep each byte's bit 4 its own
+  const I fifth =
+      S::and_(step < 4 ? S::shl16(high, 4 - step) : S::shr16(high, step - 4), S::splat8(0x10));
+  return S::or_(step < 4 ? S::nib_lo(w) : S::nib_hi(w), fifth);
+}
+
+// q5_0: q4_0 with a fifth bit (q 0..31), -16 x sum(x) corrects.
+template <class S>
+struct Grouped<S, DType::q5_0> : Grouped<S, DType::q4_0> {
+  static constexpr int bytes = kQ50Bytes, corr = -16, max_pair = 2 * 31 * 127;
+  using Wp = typename Grouped<S, DType::q4_0>::Wp;
+  static Wp prep(const uint8_t* q, int step) { return {with_fifth_bit<S>(q, step)}; }
+};
+
+// q4_1: q4_0's nibbles, uncorrected; the min is added in float, as q4_k's: acc += isum * (d x_d),
+// then acc += m * (x_d sum(x)).
+template <class S>
+struct Grouped<S, DType::q4_1> : Grouped<S, DType::q4_0> {
+  using I = typename S::I;
+  using V = typename S::V;
+  static constexpr int bytes = kQ41Bytes, corr = 0;
+  static constexpr int quants(int) { return 4 * kQuantRows; }
+  struct Scales {
+    V d, m;
+  };
+  static Scales scales(const uint8_t* unit, int, int v) {
+    return {S::scales(unit + 2 * S::lanes * v),
+            S::scales(unit + 2 * kQuantRows + 2 * S::lanes * v)};
+  }
+  static V apply(const Scales& w, I isum0, I isum1, float xd, int32_t xsum, V acc) {
+    acc = S::fma(S::cvt(S::add32(isum0, isum1)), S::mul(w.d, S::set1(xd)), acc);
+    return S::fma(w.m, S::set1(xd * float(xsum)), acc);
+  }
+};
+
+// q5_1: q4_1 with a fifth bit (q 0..31).
+template <class S>
+struct Grouped<S, DType::q5_1> : Grouped<S, DType::q4_1> {
+  static constexpr int bytes = kQ51Bytes, max_pair = 2 * 31 * 127;
+  using Wp = typename Grouped<S, DType::q4_0>::Wp;
+  static Wp prep(const uint8_t* q, int step) { return {with_fifth_bit<S>(q, step)}; }
+};
+
 // q4_k: q4_0's nibbles, uncorrected; the min is subtracted in float instead, as llama.cpp does:
 // acc += isum * (d sc x_d), then acc += dmin m * -(x_d sum(x)). d sc and dmin m are exact (an
 // f16 times a 6-bit integer).
@@ -121,24 +172,15 @@ struct Grouped<S, DType::q4_k> : Grouped<S, DType::q4_0> {
   }
 };
 
-// q5_k: q4_k with a fifth bit for each nibble, from the block's chunk of fifth bits: bit `step` of
-// each byte (elements 16h + 4c + i: bit 4h + c of byte i), moved to bit 4.
+// q5_k: q4_k with a fifth bit for each nibble (q 0..31), from the block's chunk of fifth bits.
 template <class S>
 struct Grouped<S, DType::q5_k> : Grouped<S, DType::q4_k> {
-  using I = typename S::I;
   static constexpr int bytes = kQ5KBytes, max_pair = 2 * 31 * 127;
   static constexpr int quants(int b) {
     return (20 + b * (kQuantBlock / 2 + kQuantChunk)) * kQuantRows;
   }
   using Wp = typename Grouped<S, DType::q4_0>::Wp;
-  static Wp prep(const uint8_t* q, int step) {
-    const I w = S::load(q + step % 4 * kQuantRows * kQuantChunk);
-    const I high = S::load(q + kQuantBlock / 2 * kQuantRows);
-    // shifts of 4 or less keep each byte's bit 4 its own
-    const I fifth =
-        S::and_(step < 4 ? S::shl16(high, 4 - step) : S::shr16(high, step - 4), S::splat8(0x10));
-    return {S::or_(step < 4 ? S::nib_lo(w) : S::nib_hi(w), fifth)};
-  }
+  static Wp prep(const uint8_t* q, int step) { return {with_fifth_bit<S>(q, step)}; }
 };
 
 // q6_k: each step's 6-bit q from its nibble and two high bits, less 32, as q8_0's signed weights
@@ -189,8 +231,8 @@ struct Grouped<S, DType::q6_k> {
 
 // MR tokens against one complete row group at g; writes outputs lo..hi-1 of the group (y points at
 // its first). Per block, the prepared weights and the 16 scales serve all MR tokens, and each
-// token pays one convert, one scale product and one FMA (q4_k, q5_k: two FMAs; q6_k: two each) per
-// S::lanes outputs.
+// token pays one convert, one scale product and one FMA (q4_1, q5_1, q4_k, q5_k: two FMAs; q6_k:
+// two each) per S::lanes outputs.
 template <class S, DType W, int MR>
 inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, int K,
                        const uint8_t* g, float* y, int ldy, int lo, int hi) {
@@ -337,6 +379,9 @@ ops::KernelTable with_quant(ops::KernelTable t) {
   t.quantize_x = quantize_x<S>;
   t.matmul_q8_0 = matmul_quant<S, DType::q8_0>;
   t.matmul_q4_0 = matmul_quant<S, DType::q4_0>;
+  t.matmul_q4_1 = matmul_quant<S, DType::q4_1>;
+  t.matmul_q5_0 = matmul_quant<S, DType::q5_0>;
+  t.matmul_q5_1 = matmul_quant<S, DType::q5_1>;
   t.matmul_q4_k = matmul_quant<S, DType::q4_k>;
   t.matmul_q5_k = matmul_quant<S, DType::q5_k>;
   t.matmul_q6_k = matmul_quant<S, DType::q6_k>;

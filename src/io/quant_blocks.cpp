@@ -101,10 +101,31 @@ void q6_k_from_ggml(const uint8_t* ggml, int K, uint8_t* out) {
   }
 }
 
+// Q5_0, 22 bytes: f16 d, the fifth bits as a little-endian uint32 (bit e: element e), Q4_0's
+// nibbles. Q5_1, 24 bytes: f16 d, f16 m, then the same (io/gguf_types.cpp's q5_0 and q5_1). The
+// nibbles stay; the fifth bits move behind them, into q5_k_q's bits.
+void q5_from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out) {
+  const int head = to == DType::q5_1 ? 4 : 2, bytes = head + 20;
+  std::memset(out, 0, row_bytes(to, K));
+  for (int b = 0; b < K / kQuantBlock; ++b, ggml += bytes, out += bytes) {
+    std::memcpy(out, ggml, head);
+    std::memcpy(out + head, ggml + head + 4, 16);
+    const uint8_t* qh = ggml + head;
+    for (int e = 0; e < kQuantBlock; ++e)
+      out[head + 16 + e % 4] |= uint8_t(((qh[e / 8] >> (e % 8)) & 1) << (e / 4 % 4 + 4 * (e / 16)));
+  }
+}
+
 }  // namespace
 
-void k_quant_from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out) {
-  if (to == DType::q6_k) q6_k_from_ggml(ggml, K, out);
+bool same_bytes_as_ggml(DType t) {
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1;
+}
+
+void from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out) {
+  if (same_bytes_as_ggml(to)) std::memcpy(out, ggml, row_bytes(to, K));
+  else if (to == DType::q5_0 || to == DType::q5_1) q5_from_ggml(to, ggml, K, out);
+  else if (to == DType::q6_k) q6_k_from_ggml(ggml, K, out);
   else k4_from_ggml(to, ggml, K, out);
 }
 
@@ -112,7 +133,7 @@ namespace {
 
 // Values and bytes per row of one unit of the layout: a block, or a K-quant's super-block.
 int unit_values(DType t) {
-  return t == DType::q8_0 || t == DType::q4_0 ? kQuantBlock : kSuperBlock;
+  return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k ? kSuperBlock : kQuantBlock;
 }
 int unit_bytes(DType t) { return int(row_bytes(t, unit_values(t))); }
 
@@ -122,22 +143,29 @@ size_t group_offset(DType t, int r, int i) {
   auto chunked = [r](int q) {
     return (q / kQuantChunk * kQuantRows + r) * kQuantChunk + q % kQuantChunk;
   };
-  if (t == DType::q8_0 || t == DType::q4_0)
-    return i < 2 ? 2 * r + i : 2 * kQuantRows + chunked(i - 2);
-  // a K-quant's blocks after its `head` bytes a row: each block's nibbles in q4_0's chunks, then
-  // its high bits' chunks
+  // a unit's quants after its `head` bytes a row: each block's nibbles in q4_0's chunks, then its
+  // high bits' chunks
   auto blocks = [&](int head, int block_bytes) {
     constexpr int half = kQuantBlock / 2;
     const int block = (i - head) / block_bytes, at = (i - head) % block_bytes;
     return head * kQuantRows + block * block_bytes * kQuantRows +
            (at < half ? chunked(at) : half * kQuantRows + chunked(at - half));
   };
-  if (t == DType::q6_k)  // d, the 16 scales, the blocks
-    return i < 2 ? 2 * r + i : i < 18 ? i * kQuantRows + r : blocks(18, 24);
-  // q4_k, q5_k: d, dmin, the 8 scales, the 8 mins, the blocks
-  return i < 4    ? i / 2 * 2 * kQuantRows + 2 * r + i % 2
-         : i < 20 ? i * kQuantRows + r
-                  : blocks(20, t == DType::q5_k ? 20 : 16);
+  // f16 scales: the 16 rows' first (d), then their second (m, dmin)
+  auto scales = [&] { return i / 2 * 2 * kQuantRows + 2 * r + i % 2; };
+  switch (t) {
+    case DType::q8_0: return i < 2 ? 2 * r + i : 2 * kQuantRows + chunked(i - 2);
+    case DType::q4_0:
+    case DType::q5_0: return i < 2 ? 2 * r + i : blocks(2, t == DType::q5_0 ? 20 : 16);
+    case DType::q4_1:
+    case DType::q5_1: return i < 4 ? scales() : blocks(4, t == DType::q5_1 ? 20 : 16);
+    case DType::q6_k:  // d, the 16 scales, the blocks
+      return i < 2 ? 2 * r + i : i < 18 ? i * kQuantRows + r : blocks(18, 24);
+    default:  // q4_k, q5_k: d, dmin, the 8 scales, the 8 mins, the blocks
+      return i < 4    ? scales()
+             : i < 20 ? i * kQuantRows + r
+                      : blocks(20, t == DType::q5_k ? 20 : 16);
+  }
 }
 
 }  // namespace
@@ -182,6 +210,22 @@ void dequantize_row(DType from, const void* row, int K, float* out) {
           out[b * kQuantBlock + j] = block_scale(p) * ((p[2 + j] & 0xf) - 8);
           out[b * kQuantBlock + j + kQuantBlock / 2] = block_scale(p) * ((p[2 + j] >> 4) - 8);
         }
+      return;
+    case DType::q4_1:
+    case DType::q5_1: {
+      // d q exact, plus m rounded once: io::dequantize_row's, bit for bit
+      const int bytes = int(row_bytes(from, kQuantBlock));
+      for (int b = 0; b < K / kQuantBlock; ++b, p += bytes, out += kQuantBlock)
+        for (int e = 0; e < kQuantBlock; ++e)
+          out[e] = float(from == DType::q5_1 ? q5_k_q(p + 4, e) : block_nibble(p + 4, e)) *
+                       block_scale(p) +
+                   block_scale(p + 2);
+      return;
+    }
+    case DType::q5_0:
+      for (int b = 0; b < K / kQuantBlock; ++b, p += kQ50Bytes, out += kQuantBlock)
+        for (int e = 0; e < kQuantBlock; ++e)
+          out[e] = float(q5_k_q(p + 2, e) - 16) * block_scale(p);  // exact
       return;
     case DType::q4_k:
     case DType::q5_k: {

@@ -1,5 +1,5 @@
-// The q8_0, q4_0, q4_k, q5_k and q6_k block layouts and the scalar quantizers, shared by files,
-// loader and kernels.
+// The q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k and q6_k block layouts and the scalar quantizers,
+// shared by files, loader and kernels.
 //
 // q8_0 and q4_0 are ggml's Q8_0 / Q4_0 byte for byte. A row of K values (K % 32 == 0) is K / 32
 // blocks:
@@ -7,6 +7,13 @@
 //   q4_0: 18 bytes = f16 scale d, then 16 bytes; byte j holds element j in its low nibble and
 //         element j + 16 in its high nibble;                           value[i] = d * (nibble[i] -
 //         8)
+// q4_1, q5_0 and q5_1 hold ggml's Q4_1, Q5_0 and Q5_1 values losslessly in as many bytes (5, 5.5
+// and 6 bits a weight), blocks of 32 values:
+//   q4_1: 20 bytes = ggml's Q4_1: f16 d, f16 m, then q4_0's 16 nibble bytes;  value = d * q + m
+//   q5_0: 22 bytes = f16 d, q4_0's 16 nibble bytes, then 4 bytes of fifth bits in q5_k's order
+//         (below; ggml's Q5_0 keeps them as one uint32 ahead of the nibbles, bit e for element e);
+//                                                                              value = d * (q - 16)
+//   q5_1: 24 bytes = f16 d, f16 m, then q5_0's nibbles and fifth bits;       value = d * q + m
 // q4_k holds ggml's Q4_K values losslessly, its 6-bit scales unpacked to bytes (4.625 bits a
 // weight, Q4_K's 4.5). A row (K % 256 == 0) is K / 256 super-blocks of 148 bytes: f16 d, f16 dmin,
 // 8 scales sc (bytes), 8 mins m (bytes), then 8 blocks of 32 values as q4_0's 16 nibble bytes;
@@ -26,13 +33,15 @@
 // then their quants in chunks of 4 bytes, chunk-major: q8_0 chunk j (8 per block) is each row's
 // bytes 4j..4j+3, q4_0 chunk j (4 per block) each row's packed bytes 4j..4j+3 (elements 4j.. in the
 // low nibbles, 16 + 4j.. in the high). So one 64-byte load feeds 16 outputs, and a group's unit is
-// 16 units' bytes: sizes match plain rows. A q4_k super-block's group has the 16 rows' d, their
-// dmin, block after block the 16 rows' sc, then likewise their m, then block after block q4_0's
-// chunks; q5_k's likewise, each block's nibbles followed by its fifth bits in one chunk of 4 bytes;
-// a q6_k super-block's the 16 rows' d, 16-value block after block their sc, then each block's
-// nibbles in q4_0's chunks followed by its high bits in two chunks of 4 bytes (one per half).
-// The last N % 16 rows stay plain units, row after row. Activations for the integer kernels are
-// quantized like q8_0 but with a float32 scale, kept in two arrays: int8 q [T, K] and float d
+// 16 units' bytes: sizes match plain rows. A q4_1 block's group has the 16 rows' d, their m, then
+// q4_0's chunks; q5_0's the 16 d, q4_0's chunks, then the fifth bits in one chunk of 4 bytes;
+// q5_1's the 16 d, the 16 m, then q5_0's chunks. A q4_k super-block's group has the 16 rows' d,
+// their dmin, block after block the 16 rows' sc, then likewise their m, then block after block
+// q4_0's chunks; q5_k's likewise, each block's nibbles followed by its fifth bits in one chunk of 4
+// bytes; a q6_k super-block's the 16 rows' d, 16-value block after block their sc, then each
+// block's nibbles in q4_0's chunks followed by its high bits in two chunks of 4 bytes (one per
+// half). The last N % 16 rows stay plain units, row after row. Activations for the integer kernels
+// are quantized like q8_0 but with a float32 scale, kept in two arrays: int8 q [T, K] and float d
 // [T, K / 32].
 #pragma once
 
@@ -43,8 +52,9 @@
 namespace qwen3 {
 
 constexpr int kQ8Bytes = 2 + kQuantBlock, kQ4Bytes = 2 + kQuantBlock / 2,
-              kQ4KBytes = 4 + 16 + kSuperBlock / 2, kQ5KBytes = 4 + 16 + kSuperBlock * 5 / 8,
-              kQ6KBytes = 2 + 16 + kSuperBlock * 6 / 8;
+              kQ41Bytes = 4 + kQuantBlock / 2, kQ50Bytes = 2 + kQuantBlock * 5 / 8,
+              kQ51Bytes = 4 + kQuantBlock * 5 / 8, kQ4KBytes = 4 + 16 + kSuperBlock / 2,
+              kQ5KBytes = 4 + 16 + kSuperBlock * 5 / 8, kQ6KBytes = 2 + 16 + kSuperBlock * 6 / 8;
 constexpr int kQuantRows = 16, kQuantChunk = 4;
 constexpr const char* kQuantLayout = "rows16";  // __metadata__ "layout" of quantized folders
 
@@ -55,9 +65,12 @@ void quantize_row_q8_0(const float* x, int K, uint8_t* out);
 void quantize_row_q4_0(const float* x, int K, uint8_t* out);
 void quantize_row(DType to, const float* x, int K, uint8_t* out);  // to: q8_0 or q4_0
 
-// One row of K values of ggml's Q4_K, Q5_K or Q6_K blocks as plain q4_k / q5_k / q6_k (to).
-//                                                                         out [row_bytes(to, K)]
-void k_quant_from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out);
+// Whether plain rows of t are its ggml type's bytes unchanged (q8_0, q4_0, q4_1), so that a file's
+// rows interleave as they are; other types' rows go through from_ggml first.
+bool same_bytes_as_ggml(DType t);
+// One row of K values of to's ggml type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K) as plain
+// blocks of t, value for value.                                           out [row_bytes(to, K)]
+void from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out);
 
 // rows plain rows of blocks rewritten in the matrix layout above (rows % 16 rows stay plain).
 void interleave_rows(DType t, int rows, int K, const uint8_t* plain, uint8_t* out);
@@ -86,7 +99,8 @@ int block_q(const uint8_t* block, int i) {
 }
 
 // The low 4 bits of element e of a plain K-quant block (q4_0's nibble order), then its q: q4_k's
-// (0..15), q5_k's (0..31) and q6_k's (0..63) of its 16, 20 and 24 bytes.
+// (0..15), q5_k's (0..31) and q6_k's (0..63) of its 16, 20 and 24 bytes. q4_1's nibbles and q5_0's
+// and q5_1's quants are the same after their f16 scales (block_nibble, q5_k_q).
 inline int block_nibble(const uint8_t* block, int e) {
   return (block[e % 16] >> (4 * (e / 16))) & 0xf;
 }

@@ -23,7 +23,10 @@ const char* safetensors_dtype(DType t) {
     case DType::q4_0: return "Q4_0";
     case DType::q4_k:
     case DType::q5_k:
-    case DType::q6_k: break;  // only ever loaded from a GGUF file, never written
+    case DType::q6_k:
+    case DType::q4_1:
+    case DType::q5_0:
+    case DType::q5_1: break;  // only ever loaded from a GGUF file, never written
   }
   return "?";
 }

@@ -71,7 +71,8 @@ std::optional<std::pair<int, std::string>> number_then(const std::string& s) {
 
 // What the kernels read for a ggml type: the same bytes in place, repacked blocks, or a
 // dequantization (bf16, or --quant's type). requantize: --quant asks for this matrix in its type,
-// which q8_0 and q4_0 files keep (the engine's blocks already) and K-quants take instead.
+// which q8_0 and q4_0 files keep (the engine's blocks already) and the other repacked types
+// (q4_1, q5_0, q5_1 and the K-quants) take instead.
 enum class Conversion { in_place, repacked, dequantized };
 
 Conversion conversion_of(io::GgmlType t, bool requantize) {
@@ -81,6 +82,9 @@ Conversion conversion_of(io::GgmlType t, bool requantize) {
     case io::GgmlType::bf16: return Conversion::in_place;
     case io::GgmlType::q8_0:
     case io::GgmlType::q4_0: return Conversion::repacked;
+    case io::GgmlType::q4_1:
+    case io::GgmlType::q5_0:
+    case io::GgmlType::q5_1:
     case io::GgmlType::q4_k:
     case io::GgmlType::q5_k:
     case io::GgmlType::q6_k: return requantize ? Conversion::dequantized : Conversion::repacked;
@@ -93,6 +97,9 @@ DType repacked_dtype(io::GgmlType t) {
   switch (t) {
     case io::GgmlType::q8_0: return DType::q8_0;
     case io::GgmlType::q4_0: return DType::q4_0;
+    case io::GgmlType::q4_1: return DType::q4_1;
+    case io::GgmlType::q5_0: return DType::q5_0;
+    case io::GgmlType::q5_1: return DType::q5_1;
     case io::GgmlType::q4_k: return DType::q4_k;
     case io::GgmlType::q5_k: return DType::q5_k;
     default: return DType::q6_k;
@@ -233,13 +240,13 @@ class Binder {
         uint8_t* out = w_.quantized.emplace_back(size_t(rows) * row_bytes(to, cols)).data();
         jobs_.push_back([=, type = t.type, release = owns_bytes_] {
           const size_t in_row = io::ggml_row_bytes(type, cols);
-          if (to != DType::q8_0 && to != DType::q4_0) {  // K-quants: a group of rows at a time
+          if (!same_bytes_as_ggml(to)) {  // rewritten first, a group of rows at a time
             const size_t out_row = row_bytes(to, cols);
             std::vector<uint8_t> plain(kQuantRows * out_row);
             for (int r0 = 0; r0 < rows; r0 += kQuantRows) {
               const int n = std::min(kQuantRows, rows - r0);
               for (int r = 0; r < n; ++r)
-                k_quant_from_ggml(to, data + (r0 + r) * in_row, cols, &plain[r * out_row]);
+                from_ggml(to, data + (r0 + r) * in_row, cols, &plain[r * out_row]);
               interleave_rows(to, n, cols, plain.data(), out + r0 * out_row);
             }
           } else {

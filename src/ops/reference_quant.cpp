@@ -31,6 +31,16 @@ float add_block(float acc, const uint8_t* row, int b, const int8_t* x, float xd,
       acc += float(sum) * (block_scale(unit) * float(int8_t(unit[2 + 2 * (b % 8) + h])) * xd);
     }
     return acc;
+  } else if constexpr (W == DType::q4_1 || W == DType::q5_1) {
+    const uint8_t* block = row + b * row_bytes(W, kQuantBlock);
+    for (int e = 0; e < kQuantBlock; ++e)
+      sum += x[e] * (W == DType::q5_1 ? q5_k_q(block + 4, e) : block_nibble(block + 4, e));
+    acc += float(sum) * (block_scale(block) * xd);
+    return acc + block_scale(block + 2) * (xd * float(xsum));
+  } else if constexpr (W == DType::q5_0) {
+    const uint8_t* block = row + b * kQ50Bytes;
+    for (int e = 0; e < kQuantBlock; ++e) sum += x[e] * (q5_k_q(block + 2, e) - 16);
+    return acc + float(sum) * (block_scale(block) * xd);
   } else {
     const uint8_t* block = row + b * (W == DType::q8_0 ? kQ8Bytes : kQ4Bytes);
     for (int i = 0; i < kQuantBlock; ++i) sum += x[i] * block_q<W>(block, i);
@@ -62,6 +72,9 @@ KernelTable with_reference_quant(KernelTable t) {
   t.quantize_x = quantize_activations;
   t.matmul_q8_0 = matmul_quant<DType::q8_0>;
   t.matmul_q4_0 = matmul_quant<DType::q4_0>;
+  t.matmul_q4_1 = matmul_quant<DType::q4_1>;
+  t.matmul_q5_0 = matmul_quant<DType::q5_0>;
+  t.matmul_q5_1 = matmul_quant<DType::q5_1>;
   t.matmul_q4_k = matmul_quant<DType::q4_k>;
   t.matmul_q5_k = matmul_quant<DType::q5_k>;
   t.matmul_q6_k = matmul_quant<DType::q6_k>;

@@ -272,40 +272,45 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   }
 }
 
-// N rows of a K-quant in the row-group layout: random quants, scales and mins; d and dmin 2^-10.
-std::vector<uint8_t> random_k_quant(DType dtype, int N, int K, std::mt19937& rng) {
+// N rows of a GGUF type (q4_1, q5_0, q5_1 or a K-quant) in the row-group layout: random quants,
+// scales and mins; d and dmin (or m) 2^-10.
+std::vector<uint8_t> random_gguf_quant(DType dtype, int N, int K, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   std::vector<uint8_t> plain(size_t(N) * row_bytes(dtype, K)), out(plain.size());
-  const size_t unit = row_bytes(dtype, kSuperBlock);
+  const bool k_quant = dtype == DType::q4_k || dtype == DType::q5_k || dtype == DType::q6_k;
+  const size_t unit = row_bytes(dtype, k_quant ? kSuperBlock : kQuantBlock);
   const uint16_t d = f32_to_f16(1.0f / 1024);
   for (size_t u = 0; u < plain.size(); u += unit) {
     for (size_t i = 0; i < unit; ++i) plain[u + i] = uint8_t(byte(rng));
-    for (int i = 0; i < (dtype == DType::q6_k ? 1 : 2); ++i) std::memcpy(&plain[u + 2 * i], &d, 2);
+    const int scales = dtype == DType::q6_k || dtype == DType::q5_0 ? 1 : 2;
+    for (int i = 0; i < scales; ++i) std::memcpy(&plain[u + 2 * i], &d, 2);
   }
   interleave_rows(dtype, N, K, plain.data(), out.data());
   return out;
 }
 
 // Block-quantized weights of any dtypes share one quantized x: a Q4_K_M file's q4_k and q6_k
-// products in one call give what each gives alone.
+// products in one call give what each gives alone, and so do a q5_1 and a q5_0 product.
 TEST(MatmulKernel, ProductsOfTwoQuantDtypesGiveWhatEachGivesAlone) {
   std::mt19937 rng(10);
   std::uniform_real_distribution<float> u(-1, 1);
   const int K = 512, N = 40;
-  const std::vector<uint8_t> a = random_k_quant(DType::q4_k, N, K, rng),
-                             b = random_k_quant(DType::q6_k, N, K, rng);
-  const Matrix ma{DType::q4_k, a.data(), N, K}, mb{DType::q6_k, b.data(), N, K};
-  for (const char* isa : {"scalar", "auto"}) {
-    auto rt = make_runtime(isa, 2);
-    for (int T : {1, 100}) {
-      std::vector<float> x(size_t(T) * K);
-      for (auto& v : x) v = u(rng);
-      std::vector<float> ya(size_t(T) * N), yb(ya.size()), za(ya.size()), zb(ya.size());
-      matmul(*rt, x.data(), T, {{ma, ya.data()}, {mb, yb.data()}});
-      matmul(*rt, x.data(), T, ma, za.data());
-      matmul(*rt, x.data(), T, mb, zb.data());
-      EXPECT_EQ(ya, za) << isa << " T=" << T;
-      EXPECT_EQ(yb, zb) << isa << " T=" << T;
+  for (auto [da, db] : {std::pair{DType::q4_k, DType::q6_k}, {DType::q5_1, DType::q5_0}}) {
+    const std::vector<uint8_t> a = random_gguf_quant(da, N, K, rng),
+                               b = random_gguf_quant(db, N, K, rng);
+    const Matrix ma{da, a.data(), N, K}, mb{db, b.data(), N, K};
+    for (const char* isa : {"scalar", "auto"}) {
+      auto rt = make_runtime(isa, 2);
+      for (int T : {1, 100}) {
+        std::vector<float> x(size_t(T) * K);
+        for (auto& v : x) v = u(rng);
+        std::vector<float> ya(size_t(T) * N), yb(ya.size()), za(ya.size()), zb(ya.size());
+        matmul(*rt, x.data(), T, {{ma, ya.data()}, {mb, yb.data()}});
+        matmul(*rt, x.data(), T, ma, za.data());
+        matmul(*rt, x.data(), T, mb, zb.data());
+        EXPECT_EQ(ya, za) << dtype_name(da) << " " << isa << " T=" << T;
+        EXPECT_EQ(yb, zb) << dtype_name(db) << " " << isa << " T=" << T;
+      }
     }
   }
 }

@@ -99,39 +99,59 @@ struct QuantWeights {
 };
 
 bool k_quant(DType t) { return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k; }
+// The types a GGUF file's blocks are repacked into (from_ggml), and their ggml types.
+bool from_gguf(DType t) {
+  return k_quant(t) || t == DType::q4_1 || t == DType::q5_0 || t == DType::q5_1;
+}
 io::GgmlType ggml_type(DType t) {
-  return t == DType::q4_k   ? io::GgmlType::q4_k
-         : t == DType::q5_k ? io::GgmlType::q5_k
-                            : io::GgmlType::q6_k;
+  switch (t) {
+    case DType::q4_1: return io::GgmlType::q4_1;
+    case DType::q5_0: return io::GgmlType::q5_0;
+    case DType::q5_1: return io::GgmlType::q5_1;
+    case DType::q4_k: return io::GgmlType::q4_k;
+    case DType::q5_k: return io::GgmlType::q5_k;
+    default: return io::GgmlType::q6_k;
+  }
+}
+// Every block-quantized dtype, for the tests that loop over them.
+const DType kQuantDtypes[] = {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
+                              DType::q5_1, DType::q4_k, DType::q5_k, DType::q6_k};
+
+void put_f16(uint8_t* p, float v) {
+  const uint16_t h = f32_to_f16(v);
+  p[0] = uint8_t(h & 0xff);
+  p[1] = uint8_t(h >> 8);
 }
 
-// N rows of ggml Q4_K, Q5_K or Q6_K blocks: any bits for the scales, mins and quants; the f16 d and
-// dmin small and positive.
+// N rows of ggml Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K blocks: any bits for the scales, mins and
+// quants; the f16 d (and Q4_K's and Q5_K's dmin) small and positive, Q4_1's and Q5_1's m small and
+// of either sign.
 std::vector<uint8_t> random_ggml(io::GgmlType type, int N, int K, std::mt19937& rng) {
-  const size_t block = io::ggml_row_bytes(type, kSuperBlock);
+  const io::GgmlTypeInfo& info = io::ggml_type_info(type);
+  const size_t block = info.block_bytes;
   std::vector<uint8_t> bytes(N * io::ggml_row_bytes(type, K));
   std::uniform_int_distribution<int> byte(0, 255);
-  std::uniform_real_distribution<float> scale(1e-4f, 4e-3f);
+  std::uniform_real_distribution<float> scale(1e-4f, 4e-3f), min(-0.03f, 0.01f);
+  const bool with_min = type == io::GgmlType::q4_1 || type == io::GgmlType::q5_1;
   for (size_t b = 0; b < bytes.size(); b += block) {
     for (size_t i = 0; i < block; ++i) bytes[b + i] = uint8_t(byte(rng));
-    for (size_t at :
-         type == io::GgmlType::q6_k ? std::vector<size_t>{208} : std::vector<size_t>{0, 2}) {
-      const uint16_t h = f32_to_f16(scale(rng));
-      bytes[b + at] = uint8_t(h & 0xff);
-      bytes[b + at + 1] = uint8_t(h >> 8);
-    }
+    if (type == io::GgmlType::q6_k) put_f16(&bytes[b + 208], scale(rng));
+    else put_f16(&bytes[b], scale(rng));
+    if (with_min) put_f16(&bytes[b + 2], min(rng));
+    else if (info.block_size == kSuperBlock && type != io::GgmlType::q6_k)
+      put_f16(&bytes[b + 2], scale(rng));
   }
   return bytes;
 }
 
-// Plain rows of random blocks, N x row_bytes (K-quants: random ggml blocks repacked).
+// Plain rows of random blocks, N x row_bytes (GGUF's types: random ggml blocks repacked).
 std::vector<uint8_t> random_plain_rows(DType dtype, int N, int K, std::mt19937& rng) {
   std::vector<uint8_t> plain(N * row_bytes(dtype, K));
-  if (k_quant(dtype)) {
+  if (from_gguf(dtype)) {
     const auto ggml = random_ggml(ggml_type(dtype), N, K, rng);
     for (int n = 0; n < N; ++n)
-      k_quant_from_ggml(dtype, &ggml[n * io::ggml_row_bytes(ggml_type(dtype), K)], K,
-                        &plain[n * row_bytes(dtype, K)]);
+      from_ggml(dtype, &ggml[n * io::ggml_row_bytes(ggml_type(dtype), K)], K,
+                &plain[n * row_bytes(dtype, K)]);
     return plain;
   }
   auto f = random_values(size_t(N) * K, rng, 0.05f);
@@ -150,7 +170,7 @@ QuantWeights random_quant_weights(DType dtype, int N, int K, int misalign, std::
 
 TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
   std::mt19937 rng(4);
-  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType dtype : kQuantDtypes)
     for (int N : {1, 15, 16, 17, 32, 45}) {
       const int K = k_quant(dtype) ? 512 : 96;
       const size_t rb = row_bytes(dtype, K);
@@ -172,21 +192,28 @@ TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
     }
 }
 
-// q4_k, q5_k and q6_k hold Q4_K's, Q5_K's and Q6_K's values exactly: a file's rows, repacked into
-// row groups and extracted again, dequantize to ggml's values bit for bit, in 4.625, 5.625 and
-// 6.5625 bits a weight.
-TEST(QuantBlocks, KQuantRepackIsLossless) {
+// q4_1, q5_0, q5_1, q4_k, q5_k and q6_k hold Q4_1's, Q5_0's, Q5_1's, Q4_K's, Q5_K's and Q6_K's
+// values exactly: a file's rows, repacked into row groups and extracted again, dequantize to
+// ggml's values bit for bit, in 5, 5.5, 6, 4.625, 5.625 and 6.5625 bits a weight.
+TEST(QuantBlocks, GgufRepackIsLossless) {
+  EXPECT_EQ(row_bytes(DType::q4_1, kQuantBlock) * 8, 5 * kQuantBlock);
+  EXPECT_EQ(row_bytes(DType::q5_0, kQuantBlock) * 8, 5.5 * kQuantBlock);
+  EXPECT_EQ(row_bytes(DType::q5_1, kQuantBlock) * 8, 6 * kQuantBlock);
   EXPECT_EQ(row_bytes(DType::q4_k, kSuperBlock) * 8, 4.625 * kSuperBlock);
   EXPECT_EQ(row_bytes(DType::q5_k, kSuperBlock) * 8, 5.625 * kSuperBlock);
   EXPECT_EQ(row_bytes(DType::q6_k, kSuperBlock) * 8, 6.5625 * kSuperBlock);
   std::mt19937 rng(5);
-  for (DType dtype : {DType::q4_k, DType::q5_k, DType::q6_k})
+  for (DType dtype : kQuantDtypes) {
+    if (!from_gguf(dtype)) continue;
+    EXPECT_EQ(row_bytes(dtype, 768), io::ggml_row_bytes(ggml_type(dtype), 768) +
+                                         (dtype == DType::q4_k || dtype == DType::q5_k ? 12 : 0))
+        << dtype_name(dtype);
     for (int N : {1, 16, 35}) {
       const int K = 768;
       const size_t in_row = io::ggml_row_bytes(ggml_type(dtype), K), rb = row_bytes(dtype, K);
       const auto ggml = random_ggml(ggml_type(dtype), N, K, rng);
       std::vector<uint8_t> plain(N * rb), grouped(N * rb), row(rb);
-      for (int n = 0; n < N; ++n) k_quant_from_ggml(dtype, &ggml[n * in_row], K, &plain[n * rb]);
+      for (int n = 0; n < N; ++n) from_ggml(dtype, &ggml[n * in_row], K, &plain[n * rb]);
       interleave_rows(dtype, N, K, plain.data(), grouped.data());
       std::vector<float> want(K), got(K);
       for (int n = 0; n < N; ++n) {
@@ -197,6 +224,7 @@ TEST(QuantBlocks, KQuantRepackIsLossless) {
             << dtype_name(dtype) << " N " << N << " n " << n;
       }
     }
+  }
 }
 
 struct QuantActivations {
@@ -239,19 +267,22 @@ TEST(QuantizeActivations, KernelsMatchTheReferenceBitForBit) {
   }
 }
 
-// The magnitudes of a plain row's parts the kernels sum: |value|, for q4_k and q5_k |d sc q| +
-// |dmin m| (the two products are summed apart, so their rounding is relative to each).
+// The magnitudes of a plain row's parts the kernels sum: |value|, for q4_1, q5_1, q4_k and q5_k
+// |d (sc) q| + |m| or |dmin m| (the two products are summed apart, so their rounding is relative to
+// each).
 void weight_magnitudes(DType dtype, const uint8_t* row, int K, float* out) {
   dequantize_row(dtype, row, K, out);
-  if (dtype != DType::q4_k && dtype != DType::q5_k) {
+  const bool k4 = dtype == DType::q4_k || dtype == DType::q5_k;
+  if (!k4 && dtype != DType::q4_1 && dtype != DType::q5_1) {
     for (int k = 0; k < K; ++k) out[k] = std::abs(out[k]);
     return;
   }
   std::vector<uint8_t> positive(row, row + row_bytes(dtype, K));
-  for (int s = 0; s < K / kSuperBlock; ++s) {
-    uint8_t* unit = &positive[s * row_bytes(dtype, kSuperBlock)];
-    unit[1] &= 0x7f;  // |d|: the f16's sign bit
-    unit[3] |= 0x80;  // -|dmin|
+  const size_t unit = row_bytes(dtype, k4 ? kSuperBlock : kQuantBlock);
+  for (size_t u = 0; u < positive.size(); u += unit) {
+    positive[u + 1] &= 0x7f;          // |d|: the f16's sign bit
+    if (k4) positive[u + 3] |= 0x80;  // -|dmin|
+    else positive[u + 3] &= 0x7f;     // |m|
   }
   dequantize_row(dtype, positive.data(), K, out);
 }
@@ -260,7 +291,7 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(42);
   for (const ops::KernelTable* kt : quant_tables()) {
-    for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+    for (DType dtype : kQuantDtypes) {
       const auto sizes = k_quant(dtype) ? std::vector<int>{256, 512, 2816, 3072}
                                         : std::vector<int>{32, 64, 96, 160, 1024, 3072};
       for (int K : sizes) {
@@ -289,10 +320,10 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
                     << kt->name << " wrote outside its rows at t=" << t << " n=" << n;
                 continue;
               }
-              // Block sums are exact integers; only the float sum over K / 32 scaled blocks (q4_k:
-              // two terms each) and the lanes rounds, so both results are within
+              // Block sums are exact integers; only the float sum over K / 32 scaled blocks (q4_1,
+              // q5_1, q4_k, q5_k: two terms each) and the lanes rounds, so both results are within
               // 2 (K / 32 + 16) eps sum|x_k w_k| of the dequantized row times x (w_k's parts
-              // apart for q4_k), and of each other.
+              // apart for those), and of each other.
               extract_row(dtype, w.data(), N, K, n, blocks.data());
               dequantize_row(dtype, blocks.data(), K, wrow.data());
               weight_magnitudes(dtype, blocks.data(), K, wabs.data());
@@ -320,26 +351,27 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
 // q8: -127): with activations all +-127, the kernels' integer sums reach their largest values,
 // where 16-bit partial sums would saturate if a kernel kept too many of them.
 std::vector<uint8_t> extreme_plain_rows(DType dtype, int N, int K, std::mt19937& rng) {
-  if (!k_quant(dtype)) {
+  if (!from_gguf(dtype)) {
     std::vector<uint8_t> plain(N * row_bytes(dtype, K));
     const int bytes = dtype == DType::q8_0 ? kQ8Bytes : kQ4Bytes;
     for (size_t b = 0; b < plain.size(); b += bytes) {
-      const uint16_t d = f32_to_f16(1e-3f);
-      plain[b] = uint8_t(d & 0xff);
-      plain[b + 1] = uint8_t(d >> 8);
+      put_f16(&plain[b], 1e-3f);
       std::memset(&plain[b + 2], dtype == DType::q8_0 ? 0x81 : 0xff, bytes - 2);
     }
     return plain;
   }
   auto ggml = random_ggml(ggml_type(dtype), N, K, rng);
-  const size_t block = io::ggml_row_bytes(ggml_type(dtype), kSuperBlock);
-  for (size_t b = 0; b < ggml.size(); b += block)
-    if (dtype == DType::q6_k) std::memset(&ggml[b], 0, 128 + 64);  // ql, qh: q = 0, less 32
-    else std::memset(&ggml[b + 16], 0xff, block - 16);             // (qh and) qs: all bits set
+  const io::GgmlTypeInfo& info = io::ggml_type_info(ggml_type(dtype));
+  // where the quants start: after the f16 d (Q5_0), d and m (Q4_1, Q5_1), or Q4_K's and Q5_K's
+  // scales
+  const int quants = dtype == DType::q5_0 ? 2 : k_quant(dtype) ? 16 : 4;
+  for (size_t b = 0; b < ggml.size(); b += info.block_bytes)
+    if (dtype == DType::q6_k) std::memset(&ggml[b], 0, 128 + 64);          // ql, qh: q = 0, less 32
+    else std::memset(&ggml[b + quants], 0xff, info.block_bytes - quants);  // all bits set
   std::vector<uint8_t> plain(N * row_bytes(dtype, K));
   for (int n = 0; n < N; ++n)
-    k_quant_from_ggml(dtype, &ggml[n * io::ggml_row_bytes(ggml_type(dtype), K)], K,
-                      &plain[n * row_bytes(dtype, K)]);
+    from_ggml(dtype, &ggml[n * io::ggml_row_bytes(ggml_type(dtype), K)], K,
+              &plain[n * row_bytes(dtype, K)]);
   return plain;
 }
 
@@ -355,7 +387,7 @@ TEST(QuantMatmulKernel, IntegerSumsDoNotSaturateAtExtremes) {
     quantize_activations(&x[size_t(t) * K], K, &a.q[size_t(t) * K], &a.d[size_t(t) * K / 32],
                          &a.sum[size_t(t) * K / 32]);
   ASSERT_EQ(a.q[K], -127);
-  for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+  for (DType dtype : kQuantDtypes) {
     std::vector<uint8_t> w(N * row_bytes(dtype, K));
     interleave_rows(dtype, N, K, extreme_plain_rows(dtype, N, K, rng).data(), w.data());
     std::vector<float> want(size_t(T) * N), got(size_t(T) * N), row(K);
@@ -376,7 +408,7 @@ TEST(QuantMatmulKernel, RowResultsDoNotDependOnBatchOrRange) {
   // Two row groups and a plain tail of 5 rows; T spans two token blocks of 64 and a partial tile.
   const int N = 37, T = 75;
   for (const ops::KernelTable* kt : quant_tables()) {
-    for (DType dtype : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q5_k, DType::q6_k}) {
+    for (DType dtype : kQuantDtypes) {
       const int K = k_quant(dtype) ? 1280 : 1024 + 32;
       QuantWeights w = random_quant_weights(dtype, N, K, 0, rng);
       QuantActivations x = random_activations(T, K, 0, rng);

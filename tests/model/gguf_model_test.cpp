@@ -159,9 +159,10 @@ struct LlamaCase {
 
 class GgufLlamaCpp : public testing::TestWithParam<LlamaCase> {};
 
-// The same quantized file in both engines. llama.cpp multiplies q8_0 / q4_0 / K-quant weights
-// with activations rounded to 8 bits (q8_0 / q8_K blocks); the engine rounds activations for its
-// q8_0 / q4_0 / q4_K / q6_K kernels too: so the logits agree closely but not bit for bit. Greedy
+// The same quantized file in both engines. llama.cpp multiplies q8_0 / q4_0 / q4_1 / q5_0 / q5_1 /
+// K-quant weights with activations rounded to 8 bits (q8_0 / q8_1 / q8_K blocks); the engine
+// rounds activations for its integer kernels too: so the logits agree closely but not bit for
+// bit. Greedy
 // tokens must agree wherever llama.cpp's own margin between its two best tokens exceeds 0.01.
 TEST_P(GgufLlamaCpp, MatchesLlamaCppLogits) {
   const std::string type = GetParam().type;
@@ -202,7 +203,8 @@ TEST_P(GgufLlamaCpp, MatchesLlamaCppLogits) {
 
 INSTANTIATE_TEST_SUITE_P(Types, GgufLlamaCpp,
                          testing::Values(LlamaCase{"q8_0"}, LlamaCase{"q4_0"}, LlamaCase{"q4_k_m"},
-                                         LlamaCase{"q4_k_m", "q8"}),
+                                         LlamaCase{"q4_k_m", "q8"}, LlamaCase{"q5_1_mix"},
+                                         LlamaCase{"q5_1_mix", "q8"}),
                          [](const auto& info) {
                            return info.param.type +
                                   (info.param.quant == "none" ? "" : "_as_" + info.param.quant);
@@ -212,8 +214,8 @@ INSTANTIATE_TEST_SUITE_P(Types, GgufLlamaCpp,
 // zeroed): nothing may read them again, so the logits are the mapped file's, bit for bit.
 TEST(GgufModel, ReadIntoMemoryGivesTheMappedFilesLogits) {
   const std::vector<TokenId> ids = {1, 13, 100, 200, 300, 400, 500, 7};
-  for (const char* file :
-       {"qwen3-256-q8_0.gguf", "qwen3-256-q4_k_m.gguf", "qwen35-tiny-moe-bf16.gguf"}) {
+  for (const char* file : {"qwen3-256-q8_0.gguf", "qwen3-256-q4_k_m.gguf",
+                           "qwen3-256-q5_1_mix.gguf", "qwen35-tiny-moe-bf16.gguf"}) {
     auto mapped = Model::load(gguf(file), {.threads = 2});
     auto read = Model::load(gguf(file), {.threads = 2, .mmap = false});
     EXPECT_EQ(prompt_logits(*read, ids), prompt_logits(*mapped, ids)) << file;
@@ -236,6 +238,21 @@ TEST(GgufModel, NotesWhatItConverted) {
   EXPECT_NE(as_q8->load_notes()[0].find("q4_K: 5 matrices requantized to q8_0"), std::string::npos)
       << as_q8->load_notes()[0];
   EXPECT_STREQ(as_q8->kv_cache(), "f16");
+  // q4_1, q5_0 and q5_1 likewise; --quant q8 requantizes them as it does the K-quants
+  const auto legacy = Model::load(gguf("qwen3-256-q5_1_mix.gguf"));
+  notes.clear();
+  for (const std::string& n : legacy->load_notes()) notes += n + "\n";
+  for (const char* type : {"q4_1: 2 matrices", "q5_0: 2 matrices", "q5_1: 3 matrices"})
+    EXPECT_NE(notes.find(std::string(type) + " repacked into the engine's row groups"),
+              std::string::npos)
+        << notes;
+  EXPECT_EQ(notes.find("dequantized"), std::string::npos) << notes;
+  const auto legacy_q8 = Model::load(gguf("qwen3-256-q5_1_mix.gguf"), {.quant = WeightQuant::q8});
+  notes.clear();
+  for (const std::string& n : legacy_q8->load_notes()) notes += n + "\n";
+  EXPECT_NE(notes.find("q5_1: 3 matrices requantized to q8_0 at load (--quant)\n"),
+            std::string::npos)
+      << notes;
   const auto q8 = Model::load(gguf("qwen3-256-q8_0.gguf"));
   ASSERT_FALSE(q8->load_notes().empty());
   EXPECT_NE(q8->load_notes()[0].find("q8_0: "), std::string::npos) << q8->load_notes()[0];
