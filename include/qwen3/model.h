@@ -182,9 +182,9 @@ class Model {
  public:
   // Reads config.json and the safetensors weights (memory-mapped, never converted), or a GGUF
   // file (llama.cpp's format; qwen3 and qwen3moe): its metadata for the config, f32 / f16 / bf16
-  // tensors mapped, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_K / q5_K / q6_K repacked and other types
-  // dequantized to bf16 at load (load_notes). Checks every tensor's presence, dtype and shape
-  // before any compute.
+  // tensors mapped, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl / q4_K / q5_K / q6_K repacked and
+  // other types dequantized to bf16 at load (load_notes). Checks every tensor's presence, dtype and
+  // shape before any compute.
   static std::unique_ptr<Model> load(const std::filesystem::path& model_dir,
                                      const LoadOptions& options = {});
   ~Model();
@@ -211,8 +211,8 @@ class Model {
   // "model.visual.* (28 tensors)" and its multi-token-prediction head "mtp.* (15 tensors)".
   const std::vector<std::string>& unread_tensors() const;
   // What loading converted, per tensor type: a GGUF file's q8_0 / q4_0 / q4_1 / q5_0 / q5_1 /
-  // q4_K / q5_K / q6_K matrices repacked, its types without a kernel dequantized to bf16. Empty
-  // when nothing was.
+  // iq4_nl / q4_K / q5_K / q6_K matrices repacked, its types without a kernel dequantized to bf16.
+  // Empty when nothing was.
   const std::vector<std::string>& load_notes() const;
 
   // Qwen3.5's multi-token-prediction head, the draft of speculative decoding: from the main

@@ -1,6 +1,6 @@
-// Integer matmul kernels for q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / q4_k / q5_k / q6_k weights in the
-// row-group layout, written once over an int8 vector type S, the way simd_kernels.h writes the
-// float ones; src/cpu/<isa>/quant_kernels.cpp instantiate them.
+// Integer matmul kernels for q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl / q4_k / q5_k / q6_k weights
+// in the row-group layout, written once over an int8 vector type S, the way simd_kernels.h writes
+// the float ones; src/cpu/<isa>/quant_kernels.cpp instantiate them.
 //
 // S provides: I (S::lanes int32 lanes of 4 bytes), V (S::lanes floats), MR (tokens per tile), vnni
 // (udot is one instruction, so sign tricks are not needed), load(p) (S::lanes x 4 bytes), bcast4(p)
@@ -10,7 +10,9 @@
 // (x * sign w), xor80, nib_lo, nib_hi, scales(p) (S::lanes f16 to float), ubytes(p) / sbytes(p)
 // (S::lanes unsigned / signed bytes to float), shl16(v, n) / shr16(v, n) (each 16-bit lane
 // shifted), and_, or_, sub8, splat8, set1, add32, cvt, mul, fma, store(p, v, lo, hi) (lanes
-// lo..hi-1 only), quantize_block(x, q, d, sum) (quantize_activations of one block, bit for bit).
+// lo..hi-1 only), quantize_block(x, q, d, sum) (quantize_activations of one block, bit for bit),
+// table16(p) (16 bytes into each 128-bit lane), lookup16(t, i) (bytes of t at indices i, 0..15,
+// within each 128-bit lane).
 #pragma once
 
 #include <immintrin.h>
@@ -95,6 +97,31 @@ struct Grouped<S, DType::q4_0> : OneScale<S> {
     return step / 4 * kQuantBlock / 2 + step % 4 * kQuantChunk;
   }
   static I signed_x(const Wp&, I x) { return x; }
+};
+
+// iq4_nl: each nibble turned into its level (-127..113) by a byte shuffle, then as q8_0's signed
+// weights: with VNNI w + 128 corrected by -128 x sum(x); without, |w| x (x * sign w).
+template <class S>
+struct Grouped<S, DType::iq4_nl> : OneScale<S> {
+  using I = typename S::I;
+  static constexpr int bytes = kQ4Bytes, steps = kQuantBlock / kQuantChunk,
+                       corr = S::vnni ? -128 : 0, max_pair = 2 * 127 * 127;  // |w| <= 127
+  struct Wp {
+    I u, w;
+  };
+  static Wp prep(const uint8_t* q, int step) {
+    const I n = S::load(q + step % 4 * kQuantRows * kQuantChunk);
+    const I w = S::lookup16(S::table16(kIq4NlLevels), step < 4 ? S::nib_lo(n) : S::nib_hi(n));
+    if constexpr (S::vnni) return {S::xor80(w), w};
+    else return {S::abs8(w), w};
+  }
+  static constexpr int xoff(int step) {
+    return step / 4 * kQuantBlock / 2 + step % 4 * kQuantChunk;
+  }
+  static I signed_x(const Wp& w, I x) {
+    if constexpr (S::vnni) return x;
+    else return S::sign8(x, w.w);
+  }
 };
 
 // q4_0's nibbles for `step` with their fifth bits, from the chunk of fifth bits that follows the
@@ -382,6 +409,7 @@ ops::KernelTable with_quant(ops::KernelTable t) {
   t.matmul_q4_1 = matmul_quant<S, DType::q4_1>;
   t.matmul_q5_0 = matmul_quant<S, DType::q5_0>;
   t.matmul_q5_1 = matmul_quant<S, DType::q5_1>;
+  t.matmul_iq4_nl = matmul_quant<S, DType::iq4_nl>;
   t.matmul_q4_k = matmul_quant<S, DType::q4_k>;
   t.matmul_q5_k = matmul_quant<S, DType::q5_k>;
   t.matmul_q6_k = matmul_quant<S, DType::q6_k>;

@@ -9,11 +9,11 @@
 
 namespace qwen3 {
 
-// q8_0 and q4_0 hold blocks of 32 values with one scale each; q4_1, q5_0 and q5_1 GGUF's Q4_1,
-// Q5_0 and Q5_1 blocks of 32 (a scale, Q4_1 and Q5_1 a min too); q4_k, q5_k and q6_k GGUF's Q4_K,
-// Q5_K and Q6_K super-blocks of 256 values (blocks of 32 with a scale and a min; of 16 with a
-// scale). Their layouts are in io/quant_blocks.h.
-enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_1, q5_0, q5_1 };
+// q8_0 and q4_0 hold blocks of 32 values with one scale each; q4_1, q5_0, q5_1 and iq4_nl GGUF's
+// Q4_1, Q5_0, Q5_1 and IQ4_NL blocks of 32 (a scale, Q4_1 and Q5_1 a min too); q4_k, q5_k and q6_k
+// GGUF's Q4_K, Q5_K and Q6_K super-blocks of 256 values (blocks of 32 with a scale and a min; of 16
+// with a scale). Their layouts are in io/quant_blocks.h.
+enum class DType { f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_1, q5_0, q5_1, iq4_nl };
 
 inline bool is_block_quantized(DType t) {
   return t != DType::f32 && t != DType::f16 && t != DType::bf16;
@@ -31,6 +31,7 @@ inline size_t row_bytes(DType t, size_t cols) {
     case DType::bf16: return 2 * cols;
     case DType::q8_0: return cols / kQuantBlock * (2 + kQuantBlock);  // f16 scale + 32 int8
     case DType::q4_0:
+    case DType::iq4_nl:
       return cols / kQuantBlock * (2 + kQuantBlock / 2);  // f16 scale + 32 nibbles
     // f16 d and m, 32 nibbles
     case DType::q4_1: return cols / kQuantBlock * (4 + kQuantBlock / 2);
@@ -61,6 +62,7 @@ inline const char* dtype_name(DType t) {
     case DType::q4_1: return "q4_1";
     case DType::q5_0: return "q5_0";
     case DType::q5_1: return "q5_1";
+    case DType::iq4_nl: return "iq4_nl";
   }
   return "?";
 }

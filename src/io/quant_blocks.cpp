@@ -119,7 +119,7 @@ void q5_from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out) {
 }  // namespace
 
 bool same_bytes_as_ggml(DType t) {
-  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1;
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_1 || t == DType::iq4_nl;
 }
 
 void from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out) {
@@ -156,6 +156,7 @@ size_t group_offset(DType t, int r, int i) {
   switch (t) {
     case DType::q8_0: return i < 2 ? 2 * r + i : 2 * kQuantRows + chunked(i - 2);
     case DType::q4_0:
+    case DType::iq4_nl:
     case DType::q5_0: return i < 2 ? 2 * r + i : blocks(2, t == DType::q5_0 ? 20 : 16);
     case DType::q4_1:
     case DType::q5_1: return i < 4 ? scales() : blocks(4, t == DType::q5_1 ? 20 : 16);
@@ -222,6 +223,11 @@ void dequantize_row(DType from, const void* row, int K, float* out) {
                    block_scale(p + 2);
       return;
     }
+    case DType::iq4_nl:
+      for (int b = 0; b < K / kQuantBlock; ++b, p += kQ4Bytes, out += kQuantBlock)
+        for (int e = 0; e < kQuantBlock; ++e)
+          out[e] = block_scale(p) * float(block_q<DType::iq4_nl>(p, e));  // exact
+      return;
     case DType::q5_0:
       for (int b = 0; b < K / kQuantBlock; ++b, p += kQ50Bytes, out += kQuantBlock)
         for (int e = 0; e < kQuantBlock; ++e)

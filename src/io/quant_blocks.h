@@ -1,5 +1,5 @@
-// The q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k and q6_k block layouts and the scalar quantizers,
-// shared by files, loader and kernels.
+// The q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k, q5_k and q6_k block layouts and the scalar
+// quantizers, shared by files, loader and kernels.
 //
 // q8_0 and q4_0 are ggml's Q8_0 / Q4_0 byte for byte. A row of K values (K % 32 == 0) is K / 32
 // blocks:
@@ -14,6 +14,8 @@
 //         (below; ggml's Q5_0 keeps them as one uint32 ahead of the nibbles, bit e for element e);
 //                                                                              value = d * (q - 16)
 //   q5_1: 24 bytes = f16 d, f16 m, then q5_0's nibbles and fifth bits;       value = d * q + m
+// iq4_nl holds ggml's IQ4_NL blocks byte for byte (4.5 bits a weight): q4_0's 18 bytes, each
+// nibble an index into 16 levels;                                  value = d * kIq4NlLevels[nibble]
 // q4_k holds ggml's Q4_K values losslessly, its 6-bit scales unpacked to bytes (4.625 bits a
 // weight, Q4_K's 4.5). A row (K % 256 == 0) is K / 256 super-blocks of 148 bytes: f16 d, f16 dmin,
 // 8 scales sc (bytes), 8 mins m (bytes), then 8 blocks of 32 values as q4_0's 16 nibble bytes;
@@ -35,14 +37,14 @@
 // low nibbles, 16 + 4j.. in the high). So one 64-byte load feeds 16 outputs, and a group's unit is
 // 16 units' bytes: sizes match plain rows. A q4_1 block's group has the 16 rows' d, their m, then
 // q4_0's chunks; q5_0's the 16 d, q4_0's chunks, then the fifth bits in one chunk of 4 bytes;
-// q5_1's the 16 d, the 16 m, then q5_0's chunks. A q4_k super-block's group has the 16 rows' d,
-// their dmin, block after block the 16 rows' sc, then likewise their m, then block after block
-// q4_0's chunks; q5_k's likewise, each block's nibbles followed by its fifth bits in one chunk of 4
-// bytes; a q6_k super-block's the 16 rows' d, 16-value block after block their sc, then each
-// block's nibbles in q4_0's chunks followed by its high bits in two chunks of 4 bytes (one per
-// half). The last N % 16 rows stay plain units, row after row. Activations for the integer kernels
-// are quantized like q8_0 but with a float32 scale, kept in two arrays: int8 q [T, K] and float d
-// [T, K / 32].
+// q5_1's the 16 d, the 16 m, then q5_0's chunks; iq4_nl's is q4_0's. A q4_k super-block's group has
+// the 16 rows' d, their dmin, block after block the 16 rows' sc, then likewise their m, then block
+// after block q4_0's chunks; q5_k's likewise, each block's nibbles followed by its fifth bits in
+// one chunk of 4 bytes; a q6_k super-block's the 16 rows' d, 16-value block after block their sc,
+// then each block's nibbles in q4_0's chunks followed by its high bits in two chunks of 4 bytes
+// (one per half). The last N % 16 rows stay plain units, row after row. Activations for the integer
+// kernels are quantized like q8_0 but with a float32 scale, kept in two arrays: int8 q [T, K] and
+// float d [T, K / 32].
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,9 @@ constexpr int kQ8Bytes = 2 + kQuantBlock, kQ4Bytes = 2 + kQuantBlock / 2,
               kQ51Bytes = 4 + kQuantBlock * 5 / 8, kQ4KBytes = 4 + 16 + kSuperBlock / 2,
               kQ5KBytes = 4 + 16 + kSuperBlock * 5 / 8, kQ6KBytes = 2 + 16 + kSuperBlock * 6 / 8;
 constexpr int kQuantRows = 16, kQuantChunk = 4;
+// IQ4_NL's non-uniform levels, indexed by a nibble (ggml's kvalues_iq4nl).
+constexpr int8_t kIq4NlLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
 constexpr const char* kQuantLayout = "rows16";  // __metadata__ "layout" of quantized folders
 
 // Scales are chosen from the block's largest magnitude, rounded to f16 first and then used to
@@ -65,11 +70,12 @@ void quantize_row_q8_0(const float* x, int K, uint8_t* out);
 void quantize_row_q4_0(const float* x, int K, uint8_t* out);
 void quantize_row(DType to, const float* x, int K, uint8_t* out);  // to: q8_0 or q4_0
 
-// Whether plain rows of t are its ggml type's bytes unchanged (q8_0, q4_0, q4_1), so that a file's
-// rows interleave as they are; other types' rows go through from_ggml first.
+// Whether plain rows of t are its ggml type's bytes unchanged (q8_0, q4_0, q4_1, iq4_nl), so that a
+// file's rows interleave as they are; other types' rows go through from_ggml first.
 bool same_bytes_as_ggml(DType t);
-// One row of K values of to's ggml type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K) as plain
-// blocks of t, value for value.                                           out [row_bytes(to, K)]
+// One row of K values of to's ggml type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K or Q6_K)
+// as plain blocks of to, value for value.                                           out
+// [row_bytes(to, K)]
 void from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out);
 
 // rows plain rows of blocks rewritten in the matrix layout above (rows % 16 rows stay plain).
@@ -90,12 +96,15 @@ inline float block_scale(const uint8_t* block) {
   return f16_to_f32(uint16_t(block[0] | block[1] << 8));
 }
 
-// The integer value of element i of a plain block: value = block_scale * block_q.
+// The integer value of element i of a plain q8_0, q4_0 or iq4_nl block: value = block_scale *
+// block_q.
 template <DType W>
 int block_q(const uint8_t* block, int i) {
   if constexpr (W == DType::q8_0) return int8_t(block[2 + i]);
   const int half = kQuantBlock / 2;
-  return (i < half ? block[2 + i] & 0xf : block[2 + i - half] >> 4) - 8;
+  const int nibble = i < half ? block[2 + i] & 0xf : block[2 + i - half] >> 4;
+  if constexpr (W == DType::iq4_nl) return kIq4NlLevels[nibble];
+  return nibble - 8;
 }
 
 // The low 4 bits of element e of a plain K-quant block (q4_0's nibble order), then its q: q4_k's

@@ -26,7 +26,8 @@ const char* safetensors_dtype(DType t) {
     case DType::q6_k:
     case DType::q4_1:
     case DType::q5_0:
-    case DType::q5_1: break;  // only ever loaded from a GGUF file, never written
+    case DType::q5_1:
+    case DType::iq4_nl: break;  // only ever loaded from a GGUF file, never written
   }
   return "?";
 }

@@ -26,7 +26,7 @@ struct GgufName {
 std::optional<GgufName> gguf_tensor_name(const std::string& spec_name, const ModelConfig& c);
 
 // Every tensor of c bound from the file: f32 / f16 / bf16 matrices in place; q8_0, q4_0, q4_1,
-// q5_0, q5_1 and the K-quants q4_K, q5_K, q6_K repacked into the engine's row groups (owned
+// q5_0, q5_1, iq4_nl and the K-quants q4_K, q5_K, q6_K repacked into the engine's row groups (owned
 // memory); other types the engine has no kernel for dequantized to bf16 at load; with quant (q8 /
 // q4) all but q8_0 and q4_0 are requantized to q8_0 / q4_0 instead (keep_head: not the embeddings
 // and LM head); Qwen3.5's converted values turned back (Weights::notes says what was converted).

@@ -72,7 +72,7 @@ std::optional<std::pair<int, std::string>> number_then(const std::string& s) {
 // What the kernels read for a ggml type: the same bytes in place, repacked blocks, or a
 // dequantization (bf16, or --quant's type). requantize: --quant asks for this matrix in its type,
 // which q8_0 and q4_0 files keep (the engine's blocks already) and the other repacked types
-// (q4_1, q5_0, q5_1 and the K-quants) take instead.
+// (q4_1, q5_0, q5_1, iq4_nl and the K-quants) take instead.
 enum class Conversion { in_place, repacked, dequantized };
 
 Conversion conversion_of(io::GgmlType t, bool requantize) {
@@ -85,6 +85,7 @@ Conversion conversion_of(io::GgmlType t, bool requantize) {
     case io::GgmlType::q4_1:
     case io::GgmlType::q5_0:
     case io::GgmlType::q5_1:
+    case io::GgmlType::iq4_nl:
     case io::GgmlType::q4_k:
     case io::GgmlType::q5_k:
     case io::GgmlType::q6_k: return requantize ? Conversion::dequantized : Conversion::repacked;
@@ -100,6 +101,7 @@ DType repacked_dtype(io::GgmlType t) {
     case io::GgmlType::q4_1: return DType::q4_1;
     case io::GgmlType::q5_0: return DType::q5_0;
     case io::GgmlType::q5_1: return DType::q5_1;
+    case io::GgmlType::iq4_nl: return DType::iq4_nl;
     case io::GgmlType::q4_k: return DType::q4_k;
     case io::GgmlType::q5_k: return DType::q5_k;
     default: return DType::q6_k;

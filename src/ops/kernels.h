@@ -16,11 +16,12 @@ namespace qwen3::ops {
 using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int lead, int n0, int n1,
                               float* y, int ldy);
 
-// The same contract for block-quantized w (q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k) of N
-// rows in the grouped layout of io/quant_blocks.h, with x already quantized per row (quantize_x):
-// xq [T, K] int8, xd [T, K / 32] float scales and xsum [T, K / 32] block sums. Each block's integer
-// dot product is exact; each output then takes, block after block, acc = fma(float(isum), d_w *
-// d_x, acc) (q4_1, q5_1: then acc = fma(m_w, d_x * xsum, acc); q4_k, q5_k: then acc = fma(dmin_w,
+// The same contract for block-quantized w (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k, q5_k, q6_k)
+// of N rows in the grouped layout of io/quant_blocks.h, with x already quantized per row
+// (quantize_x): xq [T, K] int8, xd [T, K / 32] float scales and xsum [T, K / 32] block sums. Each
+// block's integer dot product is exact; each output then takes, block after block, acc =
+// fma(float(isum), d_w * d_x, acc) (q4_1, q5_1: then acc = fma(m_w, d_x * xsum, acc); q4_k, q5_k:
+// then acc = fma(dmin_w,
 // -(d_x * xsum), acc); q6_k: the block's two halves of 16 in turn, each with its own scale): one
 // order for every T, n range and row group.
 using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int32_t* xsum, int T,
@@ -86,6 +87,7 @@ struct KernelTable {
   QuantMatmulKernel matmul_q4_1 = nullptr;
   QuantMatmulKernel matmul_q5_0 = nullptr;
   QuantMatmulKernel matmul_q5_1 = nullptr;
+  QuantMatmulKernel matmul_iq4_nl = nullptr;
   QuantMatmulKernel matmul_q4_k = nullptr;
   QuantMatmulKernel matmul_q5_k = nullptr;
   QuantMatmulKernel matmul_q6_k = nullptr;
@@ -102,6 +104,7 @@ inline QuantMatmulKernel quant_matmul(const KernelTable& t, DType w) {
     case DType::q4_1: return t.matmul_q4_1;
     case DType::q5_0: return t.matmul_q5_0;
     case DType::q5_1: return t.matmul_q5_1;
+    case DType::iq4_nl: return t.matmul_iq4_nl;
     case DType::q4_k: return t.matmul_q4_k;
     case DType::q5_k: return t.matmul_q5_k;
     case DType::q6_k: return t.matmul_q6_k;

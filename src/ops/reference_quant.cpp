@@ -42,7 +42,7 @@ float add_block(float acc, const uint8_t* row, int b, const int8_t* x, float xd,
     for (int e = 0; e < kQuantBlock; ++e) sum += x[e] * (q5_k_q(block + 2, e) - 16);
     return acc + float(sum) * (block_scale(block) * xd);
   } else {
-    const uint8_t* block = row + b * (W == DType::q8_0 ? kQ8Bytes : kQ4Bytes);
+    const uint8_t* block = row + b * (W == DType::q8_0 ? kQ8Bytes : kQ4Bytes);  // iq4_nl: q4_0's
     for (int i = 0; i < kQuantBlock; ++i) sum += x[i] * block_q<W>(block, i);
     return acc + float(sum) * (block_scale(block) * xd);
   }
@@ -75,6 +75,7 @@ KernelTable with_reference_quant(KernelTable t) {
   t.matmul_q4_1 = matmul_quant<DType::q4_1>;
   t.matmul_q5_0 = matmul_quant<DType::q5_0>;
   t.matmul_q5_1 = matmul_quant<DType::q5_1>;
+  t.matmul_iq4_nl = matmul_quant<DType::iq4_nl>;
   t.matmul_q4_k = matmul_quant<DType::q4_k>;
   t.matmul_q5_k = matmul_quant<DType::q5_k>;
   t.matmul_q6_k = matmul_quant<DType::q6_k>;

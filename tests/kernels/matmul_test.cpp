@@ -272,8 +272,8 @@ TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
   }
 }
 
-// N rows of a GGUF type (q4_1, q5_0, q5_1 or a K-quant) in the row-group layout: random quants,
-// scales and mins; d and dmin (or m) 2^-10.
+// N rows of a GGUF type (q4_1, q5_0, q5_1, iq4_nl or a K-quant) in the row-group layout: random
+// quants, scales and mins; d and dmin (or m) 2^-10.
 std::vector<uint8_t> random_gguf_quant(DType dtype, int N, int K, std::mt19937& rng) {
   std::uniform_int_distribution<int> byte(0, 255);
   std::vector<uint8_t> plain(size_t(N) * row_bytes(dtype, K)), out(plain.size());
@@ -282,7 +282,8 @@ std::vector<uint8_t> random_gguf_quant(DType dtype, int N, int K, std::mt19937& 
   const uint16_t d = f32_to_f16(1.0f / 1024);
   for (size_t u = 0; u < plain.size(); u += unit) {
     for (size_t i = 0; i < unit; ++i) plain[u + i] = uint8_t(byte(rng));
-    const int scales = dtype == DType::q6_k || dtype == DType::q5_0 ? 1 : 2;
+    const int scales =
+        dtype == DType::q6_k || dtype == DType::q5_0 || dtype == DType::iq4_nl ? 1 : 2;
     for (int i = 0; i < scales; ++i) std::memcpy(&plain[u + 2 * i], &d, 2);
   }
   interleave_rows(dtype, N, K, plain.data(), out.data());
@@ -290,12 +291,14 @@ std::vector<uint8_t> random_gguf_quant(DType dtype, int N, int K, std::mt19937& 
 }
 
 // Block-quantized weights of any dtypes share one quantized x: a Q4_K_M file's q4_k and q6_k
-// products in one call give what each gives alone, and so do a q5_1 and a q5_0 product.
+// products in one call give what each gives alone, and so do q5_1 with q5_0 and iq4_nl with q4_1.
 TEST(MatmulKernel, ProductsOfTwoQuantDtypesGiveWhatEachGivesAlone) {
   std::mt19937 rng(10);
   std::uniform_real_distribution<float> u(-1, 1);
   const int K = 512, N = 40;
-  for (auto [da, db] : {std::pair{DType::q4_k, DType::q6_k}, {DType::q5_1, DType::q5_0}}) {
+  for (auto [da, db] : {std::pair{DType::q4_k, DType::q6_k},
+                        {DType::q5_1, DType::q5_0},
+                        {DType::iq4_nl, DType::q4_1}}) {
     const std::vector<uint8_t> a = random_gguf_quant(da, N, K, rng),
                                b = random_gguf_quant(db, N, K, rng);
     const Matrix ma{da, a.data(), N, K}, mb{db, b.data(), N, K};

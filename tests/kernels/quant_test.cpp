@@ -101,21 +101,23 @@ struct QuantWeights {
 bool k_quant(DType t) { return t == DType::q4_k || t == DType::q5_k || t == DType::q6_k; }
 // The types a GGUF file's blocks are repacked into (from_ggml), and their ggml types.
 bool from_gguf(DType t) {
-  return k_quant(t) || t == DType::q4_1 || t == DType::q5_0 || t == DType::q5_1;
+  return k_quant(t) || t == DType::q4_1 || t == DType::q5_0 || t == DType::q5_1 ||
+         t == DType::iq4_nl;
 }
 io::GgmlType ggml_type(DType t) {
   switch (t) {
     case DType::q4_1: return io::GgmlType::q4_1;
     case DType::q5_0: return io::GgmlType::q5_0;
     case DType::q5_1: return io::GgmlType::q5_1;
+    case DType::iq4_nl: return io::GgmlType::iq4_nl;
     case DType::q4_k: return io::GgmlType::q4_k;
     case DType::q5_k: return io::GgmlType::q5_k;
     default: return io::GgmlType::q6_k;
   }
 }
 // Every block-quantized dtype, for the tests that loop over them.
-const DType kQuantDtypes[] = {DType::q8_0, DType::q4_0, DType::q4_1, DType::q5_0,
-                              DType::q5_1, DType::q4_k, DType::q5_k, DType::q6_k};
+const DType kQuantDtypes[] = {DType::q8_0,   DType::q4_0, DType::q4_1, DType::q5_0, DType::q5_1,
+                              DType::iq4_nl, DType::q4_k, DType::q5_k, DType::q6_k};
 
 void put_f16(uint8_t* p, float v) {
   const uint16_t h = f32_to_f16(v);
@@ -123,9 +125,9 @@ void put_f16(uint8_t* p, float v) {
   p[1] = uint8_t(h >> 8);
 }
 
-// N rows of ggml Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K blocks: any bits for the scales, mins and
-// quants; the f16 d (and Q4_K's and Q5_K's dmin) small and positive, Q4_1's and Q5_1's m small and
-// of either sign.
+// N rows of ggml Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K or Q6_K blocks: any bits for the scales, mins
+// and quants; the f16 d (and Q4_K's and Q5_K's dmin) small and positive, Q4_1's and Q5_1's m small
+// and of either sign.
 std::vector<uint8_t> random_ggml(io::GgmlType type, int N, int K, std::mt19937& rng) {
   const io::GgmlTypeInfo& info = io::ggml_type_info(type);
   const size_t block = info.block_bytes;
@@ -192,13 +194,15 @@ TEST(QuantBlocks, RowGroupLayoutRoundTripsEveryRow) {
     }
 }
 
-// q4_1, q5_0, q5_1, q4_k, q5_k and q6_k hold Q4_1's, Q5_0's, Q5_1's, Q4_K's, Q5_K's and Q6_K's
-// values exactly: a file's rows, repacked into row groups and extracted again, dequantize to
-// ggml's values bit for bit, in 5, 5.5, 6, 4.625, 5.625 and 6.5625 bits a weight.
+// q4_1, q5_0, q5_1, iq4_nl, q4_k, q5_k and q6_k hold Q4_1's, Q5_0's, Q5_1's, IQ4_NL's, Q4_K's,
+// Q5_K's and Q6_K's values exactly: a file's rows, repacked into row groups and extracted again,
+// dequantize to ggml's values bit for bit, in 5, 5.5, 6, 4.5, 4.625, 5.625 and 6.5625 bits a
+// weight.
 TEST(QuantBlocks, GgufRepackIsLossless) {
   EXPECT_EQ(row_bytes(DType::q4_1, kQuantBlock) * 8, 5 * kQuantBlock);
   EXPECT_EQ(row_bytes(DType::q5_0, kQuantBlock) * 8, 5.5 * kQuantBlock);
   EXPECT_EQ(row_bytes(DType::q5_1, kQuantBlock) * 8, 6 * kQuantBlock);
+  EXPECT_EQ(row_bytes(DType::iq4_nl, kQuantBlock) * 8, 4.5 * kQuantBlock);
   EXPECT_EQ(row_bytes(DType::q4_k, kSuperBlock) * 8, 4.625 * kSuperBlock);
   EXPECT_EQ(row_bytes(DType::q5_k, kSuperBlock) * 8, 5.625 * kSuperBlock);
   EXPECT_EQ(row_bytes(DType::q6_k, kSuperBlock) * 8, 6.5625 * kSuperBlock);
@@ -348,8 +352,8 @@ TEST(QuantMatmulKernel, MatchesReferenceAtOddAndRealSizes) {
 }
 
 // Rows whose every weight is its type's largest magnitude operand (q4: nibble 15, q5: 31, q6: -32,
-// q8: -127): with activations all +-127, the kernels' integer sums reach their largest values,
-// where 16-bit partial sums would saturate if a kernel kept too many of them.
+// q8 and iq4_nl: -127): with activations all +-127, the kernels' integer sums reach their largest
+// values, where 16-bit partial sums would saturate if a kernel kept too many of them.
 std::vector<uint8_t> extreme_plain_rows(DType dtype, int N, int K, std::mt19937& rng) {
   if (!from_gguf(dtype)) {
     std::vector<uint8_t> plain(N * row_bytes(dtype, K));
@@ -362,12 +366,13 @@ std::vector<uint8_t> extreme_plain_rows(DType dtype, int N, int K, std::mt19937&
   }
   auto ggml = random_ggml(ggml_type(dtype), N, K, rng);
   const io::GgmlTypeInfo& info = io::ggml_type_info(ggml_type(dtype));
-  // where the quants start: after the f16 d (Q5_0), d and m (Q4_1, Q5_1), or Q4_K's and Q5_K's
-  // scales
-  const int quants = dtype == DType::q5_0 ? 2 : k_quant(dtype) ? 16 : 4;
+  // where the quants start: after the f16 d (Q5_0, IQ4_NL), d and m (Q4_1, Q5_1), or Q4_K's and
+  // Q5_K's scales
+  const int quants = dtype == DType::q5_0 || dtype == DType::iq4_nl ? 2 : k_quant(dtype) ? 16 : 4;
   for (size_t b = 0; b < ggml.size(); b += info.block_bytes)
-    if (dtype == DType::q6_k) std::memset(&ggml[b], 0, 128 + 64);          // ql, qh: q = 0, less 32
-    else std::memset(&ggml[b + quants], 0xff, info.block_bytes - quants);  // all bits set
+    if (dtype == DType::q6_k) std::memset(&ggml[b], 0, 128 + 64);  // ql, qh: q = 0, less 32
+    else if (dtype == DType::iq4_nl) std::memset(&ggml[b + quants], 0, 16);  // level -127
+    else std::memset(&ggml[b + quants], 0xff, info.block_bytes - quants);    // all bits set
   std::vector<uint8_t> plain(N * row_bytes(dtype, K));
   for (int n = 0; n < N; ++n)
     from_ggml(dtype, &ggml[n * io::ggml_row_bytes(ggml_type(dtype), K)], K,

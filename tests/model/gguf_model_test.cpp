@@ -160,10 +160,10 @@ struct LlamaCase {
 class GgufLlamaCpp : public testing::TestWithParam<LlamaCase> {};
 
 // The same quantized file in both engines. llama.cpp multiplies q8_0 / q4_0 / q4_1 / q5_0 / q5_1 /
-// K-quant weights with activations rounded to 8 bits (q8_0 / q8_1 / q8_K blocks); the engine
-// rounds activations for its integer kernels too: so the logits agree closely but not bit for
-// bit. Greedy
-// tokens must agree wherever llama.cpp's own margin between its two best tokens exceeds 0.01.
+// iq4_nl / K-quant weights with activations rounded to 8 bits (q8_0 / q8_1 / q8_K blocks); the
+// engine rounds activations for its integer kernels too: so the logits agree closely but not bit
+// for bit. Greedy tokens must agree wherever llama.cpp's own margin between its two best tokens
+// exceeds 0.01.
 TEST_P(GgufLlamaCpp, MatchesLlamaCppLogits) {
   const std::string type = GetParam().type;
   auto model = Model::load(gguf("qwen3-256-" + type + ".gguf"),
@@ -204,7 +204,7 @@ TEST_P(GgufLlamaCpp, MatchesLlamaCppLogits) {
 INSTANTIATE_TEST_SUITE_P(Types, GgufLlamaCpp,
                          testing::Values(LlamaCase{"q8_0"}, LlamaCase{"q4_0"}, LlamaCase{"q4_k_m"},
                                          LlamaCase{"q4_k_m", "q8"}, LlamaCase{"q5_1_mix"},
-                                         LlamaCase{"q5_1_mix", "q8"}),
+                                         LlamaCase{"q5_1_mix", "q8"}, LlamaCase{"iq4_nl"}),
                          [](const auto& info) {
                            return info.param.type +
                                   (info.param.quant == "none" ? "" : "_as_" + info.param.quant);
@@ -251,6 +251,12 @@ TEST(GgufModel, NotesWhatItConverted) {
   notes.clear();
   for (const std::string& n : legacy_q8->load_notes()) notes += n + "\n";
   EXPECT_NE(notes.find("q5_1: 3 matrices requantized to q8_0 at load (--quant)\n"),
+            std::string::npos)
+      << notes;
+  const auto iq4_nl = Model::load(gguf("qwen3-256-iq4_nl.gguf"));
+  notes.clear();
+  for (const std::string& n : iq4_nl->load_notes()) notes += n + "\n";
+  EXPECT_NE(notes.find("iq4_nl: 7 matrices repacked into the engine's row groups"),
             std::string::npos)
       << notes;
   const auto q8 = Model::load(gguf("qwen3-256-q8_0.gguf"));

@@ -78,6 +78,13 @@ TEST(GgufValueHeads, BlocksMoveWholeOrNotAtAll) {
   EXPECT_EQ(q8->block, 4 * 34);
   EXPECT_FALSE(columns.in_bytes(256, 144));  // q4_K: a head is half a block
   EXPECT_TRUE((HeadOrder{1, 512 * 64, 256 * 64, 128 * 64}.in_bytes(256, 144)));  // whole rows
+  // Q4_1, Q5_0, Q5_1 and IQ4_NL have blocks of 32 (Q5_1: 24 bytes): heads of 128 (every published
+  // Qwen3.5 shape) move whole; heads of 16 would split a block, so the matrix falls back to f32
+  const auto q5_1 = columns.in_bytes(32, 24);
+  ASSERT_TRUE(q5_1);
+  EXPECT_EQ(q5_1->row_len, 16 * 24);
+  EXPECT_EQ(q5_1->block, 4 * 24);
+  EXPECT_FALSE((HeadOrder{3, 512, 0, 16}.in_bytes(32, 24)));
 }
 
 }  // namespace

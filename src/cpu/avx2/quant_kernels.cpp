@@ -52,6 +52,10 @@ struct Avx2Int8 {
   static I or_(I a, I b) { return _mm256_or_si256(a, b); }
   static I sub8(I a, I b) { return _mm256_sub_epi8(a, b); }
   static I splat8(int8_t v) { return _mm256_set1_epi8(v); }
+  static I table16(const int8_t* p) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static I lookup16(I t, I i) { return _mm256_shuffle_epi8(t, i); }
   static V set1(float a) { return _mm256_set1_ps(a); }
   static V cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
