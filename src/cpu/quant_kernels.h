@@ -162,8 +162,12 @@ struct Grouped<S, DType::q4_1> : Grouped<S, DType::q4_0> {
             S::scales(unit + 2 * kQuantRows + 2 * S::lanes * v)};
   }
   static V apply(const Scales& w, I isum0, I isum1, float xd, int32_t xsum, V acc) {
+    return with_min(w, isum0, isum1, xd, xd * float(xsum), acc);
+  }
+  // acc + isum (d x_d) + m min_x
+  static V with_min(const Scales& w, I isum0, I isum1, float xd, float min_x, V acc) {
     acc = S::fma(S::cvt(S::add32(isum0, isum1)), S::mul(w.d, S::set1(xd)), acc);
-    return S::fma(w.m, S::set1(xd * float(xsum)), acc);
+    return S::fma(w.m, S::set1(min_x), acc);
   }
 };
 
@@ -175,18 +179,16 @@ struct Grouped<S, DType::q5_1> : Grouped<S, DType::q4_1> {
   static Wp prep(const uint8_t* q, int step) { return {with_fifth_bit<S>(q, step)}; }
 };
 
-// q4_k: q4_0's nibbles, uncorrected; the min is subtracted in float instead, as llama.cpp does:
-// acc += isum * (d sc x_d), then acc += dmin m * -(x_d sum(x)). d sc and dmin m are exact (an
-// f16 times a 6-bit integer).
+// q4_k: q4_1 in super-blocks of 8 blocks, each block's scale d sc and min dmin m, the min
+// subtracted, as llama.cpp does: acc += isum * (d sc x_d), then acc += dmin m * -(x_d sum(x)).
+// d sc and dmin m are exact (an f16 times a 6-bit integer).
 template <class S>
-struct Grouped<S, DType::q4_k> : Grouped<S, DType::q4_0> {
+struct Grouped<S, DType::q4_k> : Grouped<S, DType::q4_1> {
   using I = typename S::I;
   using V = typename S::V;
-  static constexpr int bytes = kQ4KBytes, blocks = kSuperBlock / kQuantBlock, corr = 0;
+  using Scales = typename Grouped<S, DType::q4_1>::Scales;
+  static constexpr int bytes = kQ4KBytes, blocks = kSuperBlock / kQuantBlock;
   static constexpr int quants(int b) { return (20 + b * kQuantBlock / 2) * kQuantRows; }
-  struct Scales {
-    V d, m;
-  };
   static Scales scales(const uint8_t* unit, int b, int v) {
     const uint8_t* sc = unit + 4 * kQuantRows + S::lanes * v;
     return {S::mul(S::scales(unit + 2 * S::lanes * v), S::ubytes(sc + b * kQuantRows)),
@@ -194,8 +196,7 @@ struct Grouped<S, DType::q4_k> : Grouped<S, DType::q4_0> {
                    S::ubytes(sc + (blocks + b) * kQuantRows))};
   }
   static V apply(const Scales& w, I isum0, I isum1, float xd, int32_t xsum, V acc) {
-    acc = S::fma(S::cvt(S::add32(isum0, isum1)), S::mul(w.d, S::set1(xd)), acc);
-    return S::fma(w.m, S::set1(-(xd * float(xsum))), acc);
+    return Grouped<S, DType::q4_1>::with_min(w, isum0, isum1, xd, -(xd * float(xsum)), acc);
   }
 };
 

@@ -252,24 +252,30 @@ TEST(MatmulKernel, AmxOnlyWhenAskedForAndPresent) {
 
 // x is prepared for one weight dtype per call: products of two dtypes in one call (a folder that
 // mixes them) give what each gives alone.
-TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
-  std::mt19937 rng(9);
+// Products of ma and mb in one call give what each gives alone, for one row of x and for 100.
+void expect_shared_call_matches_alone(Runtime& rt, const Matrix& ma, const Matrix& mb,
+                                      std::mt19937& rng, const std::string& what) {
   std::uniform_real_distribution<float> u(-1, 1);
-  const int K = 96, N = 40;
-  Weights a = random_weights(DType::f32, size_t(N) * K, rng),
-          b = random_weights(DType::bf16, size_t(N) * K, rng);
-  const Matrix ma{DType::f32, a.data(0), N, K}, mb{DType::bf16, b.data(0), N, K};
-  auto rt = make_runtime("auto", 2);
+  const int K = ma.cols, N = ma.rows;
   for (int T : {1, 100}) {
     std::vector<float> x(size_t(T) * K);
     for (auto& v : x) v = u(rng);
     std::vector<float> ya(size_t(T) * N), yb(ya.size()), za(ya.size()), zb(ya.size());
-    matmul(*rt, x.data(), T, {{ma, ya.data()}, {mb, yb.data()}});
-    matmul(*rt, x.data(), T, ma, za.data());
-    matmul(*rt, x.data(), T, mb, zb.data());
-    EXPECT_EQ(ya, za) << "T=" << T;
-    EXPECT_EQ(yb, zb) << "T=" << T;
+    matmul(rt, x.data(), T, {{ma, ya.data()}, {mb, yb.data()}});
+    matmul(rt, x.data(), T, ma, za.data());
+    matmul(rt, x.data(), T, mb, zb.data());
+    EXPECT_EQ(ya, za) << what << " T=" << T;
+    EXPECT_EQ(yb, zb) << what << " T=" << T;
   }
+}
+
+TEST(MatmulKernel, ProductsOfTwoDtypesGiveWhatEachGivesAlone) {
+  std::mt19937 rng(9);
+  const int K = 96, N = 40;
+  Weights a = random_weights(DType::f32, size_t(N) * K, rng),
+          b = random_weights(DType::bf16, size_t(N) * K, rng);
+  const Matrix ma{DType::f32, a.data(0), N, K}, mb{DType::bf16, b.data(0), N, K};
+  expect_shared_call_matches_alone(*make_runtime("auto", 2), ma, mb, rng, "f32 and bf16");
 }
 
 // N rows of a GGUF type (q4_1, q5_0, q5_1, iq4_nl or a K-quant) in the row-group layout: random
@@ -294,7 +300,6 @@ std::vector<uint8_t> random_gguf_quant(DType dtype, int N, int K, std::mt19937& 
 // products in one call give what each gives alone, and so do q5_1 with q5_0 and iq4_nl with q4_1.
 TEST(MatmulKernel, ProductsOfTwoQuantDtypesGiveWhatEachGivesAlone) {
   std::mt19937 rng(10);
-  std::uniform_real_distribution<float> u(-1, 1);
   const int K = 512, N = 40;
   for (auto [da, db] : {std::pair{DType::q4_k, DType::q6_k},
                         {DType::q5_1, DType::q5_0},
@@ -302,19 +307,10 @@ TEST(MatmulKernel, ProductsOfTwoQuantDtypesGiveWhatEachGivesAlone) {
     const std::vector<uint8_t> a = random_gguf_quant(da, N, K, rng),
                                b = random_gguf_quant(db, N, K, rng);
     const Matrix ma{da, a.data(), N, K}, mb{db, b.data(), N, K};
-    for (const char* isa : {"scalar", "auto"}) {
-      auto rt = make_runtime(isa, 2);
-      for (int T : {1, 100}) {
-        std::vector<float> x(size_t(T) * K);
-        for (auto& v : x) v = u(rng);
-        std::vector<float> ya(size_t(T) * N), yb(ya.size()), za(ya.size()), zb(ya.size());
-        matmul(*rt, x.data(), T, {{ma, ya.data()}, {mb, yb.data()}});
-        matmul(*rt, x.data(), T, ma, za.data());
-        matmul(*rt, x.data(), T, mb, zb.data());
-        EXPECT_EQ(ya, za) << dtype_name(da) << " " << isa << " T=" << T;
-        EXPECT_EQ(yb, zb) << dtype_name(db) << " " << isa << " T=" << T;
-      }
-    }
+    for (const char* isa : {"scalar", "auto"})
+      expect_shared_call_matches_alone(
+          *make_runtime(isa, 2), ma, mb, rng,
+          std::string(dtype_name(da)) + " and " + dtype_name(db) + ", " + isa);
   }
 }
 
