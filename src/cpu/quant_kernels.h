@@ -57,26 +57,33 @@ struct OneScale {
 // Each type's max_pair bounds |u1 s1 + u2 s2|, two products of its unsigned weight operand and an
 // activation byte (|x| <= 127).
 
-// q8_0: with VNNI, w + 128 is the unsigned operand and `corr` x sum(x) (once per token and block)
-// corrects it. Without, |w| x (x * sign w) keeps maddubs' int16 pairs from saturating.
+// Signed weights (q8_0, iq4_nl): with VNNI, w + 128 is the unsigned operand and `corr` x sum(x)
+// (once per token and block) corrects it. Without, |w| x (x * sign w) keeps maddubs' int16 pairs
+// from saturating.
 template <class S>
-struct Grouped<S, DType::q8_0> : OneScale<S> {
+struct SignedWeights : OneScale<S> {
   using I = typename S::I;
-  static constexpr int bytes = kQ8Bytes, steps = kQuantBlock / kQuantChunk,
-                       corr = S::vnni ? -128 : 0, max_pair = 2 * 128 * 127;  // |w| <= 128
+  static constexpr int steps = kQuantBlock / kQuantChunk, corr = S::vnni ? -128 : 0;
   struct Wp {
     I u, w;
   };
-  static Wp prep(const uint8_t* q, int step) {
-    const I w = S::load(q + step * kQuantRows * kQuantChunk);
+  static Wp operands(I w) {
     if constexpr (S::vnni) return {S::xor80(w), w};
     else return {S::abs8(w), w};
   }
-  static constexpr int xoff(int step) { return step * kQuantChunk; }
   static I signed_x(const Wp& w, I x) {
     if constexpr (S::vnni) return x;
     else return S::sign8(x, w.w);
   }
+};
+
+template <class S>
+struct Grouped<S, DType::q8_0> : SignedWeights<S> {
+  static constexpr int bytes = kQ8Bytes, max_pair = 2 * 128 * 127;  // |w| <= 128
+  static typename SignedWeights<S>::Wp prep(const uint8_t* q, int step) {
+    return SignedWeights<S>::operands(S::load(q + step * kQuantRows * kQuantChunk));
+  }
+  static constexpr int xoff(int step) { return step * kQuantChunk; }
 };
 
 // q4_0: the nibbles (0..15) are the unsigned operand, -8 x sum(x) corrects. Steps 0..3 take chunk
@@ -99,29 +106,16 @@ struct Grouped<S, DType::q4_0> : OneScale<S> {
   static I signed_x(const Wp&, I x) { return x; }
 };
 
-// iq4_nl: each nibble turned into its level (-127..113) by a byte shuffle, then as q8_0's signed
-// weights: with VNNI w + 128 corrected by -128 x sum(x); without, |w| x (x * sign w).
+// iq4_nl: each nibble of q4_0's layout turned into its level (-127..113) by a byte shuffle.
 template <class S>
-struct Grouped<S, DType::iq4_nl> : OneScale<S> {
-  using I = typename S::I;
-  static constexpr int bytes = kQ4Bytes, steps = kQuantBlock / kQuantChunk,
-                       corr = S::vnni ? -128 : 0, max_pair = 2 * 127 * 127;  // |w| <= 127
-  struct Wp {
-    I u, w;
-  };
-  static Wp prep(const uint8_t* q, int step) {
-    const I n = S::load(q + step % 4 * kQuantRows * kQuantChunk);
-    const I w = S::lookup16(S::table16(kIq4NlLevels), step < 4 ? S::nib_lo(n) : S::nib_hi(n));
-    if constexpr (S::vnni) return {S::xor80(w), w};
-    else return {S::abs8(w), w};
+struct Grouped<S, DType::iq4_nl> : SignedWeights<S> {
+  static constexpr int bytes = kQ4Bytes, max_pair = 2 * 127 * 127;  // |w| <= 127
+  static typename SignedWeights<S>::Wp prep(const uint8_t* q, int step) {
+    const typename S::I n = S::load(q + step % 4 * kQuantRows * kQuantChunk);
+    return SignedWeights<S>::operands(
+        S::lookup16(S::table16(kIq4NlLevels), step < 4 ? S::nib_lo(n) : S::nib_hi(n)));
   }
-  static constexpr int xoff(int step) {
-    return step / 4 * kQuantBlock / 2 + step % 4 * kQuantChunk;
-  }
-  static I signed_x(const Wp& w, I x) {
-    if constexpr (S::vnni) return x;
-    else return S::sign8(x, w.w);
-  }
+  static constexpr int xoff(int step) { return Grouped<S, DType::q4_0>::xoff(step); }
 };
 
 // q4_0's nibbles for `step` with their fifth bits, from the chunk of fifth bits that follows the
@@ -137,14 +131,6 @@ inline typename S::I with_fifth_bit(const uint8_t* q, int step) {
       S::and_(step < 4 ? S::shl16(high, 4 - step) : S::shr16(high, step - 4), S::splat8(0x10));
   return S::or_(step < 4 ? S::nib_lo(w) : S::nib_hi(w), fifth);
 }
-
-// q5_0: q4_0 with a fifth bit (q 0..31), -16 x sum(x) corrects.
-template <class S>
-struct Grouped<S, DType::q5_0> : Grouped<S, DType::q4_0> {
-  static constexpr int bytes = kQ50Bytes, corr = -16, max_pair = 2 * 31 * 127;
-  using Wp = typename Grouped<S, DType::q4_0>::Wp;
-  static Wp prep(const uint8_t* q, int step) { return {with_fifth_bit<S>(q, step)}; }
-};
 
 // q4_1: q4_0's nibbles, uncorrected; the min is added in float, as q4_k's: acc += isum * (d x_d),
 // then acc += m * (x_d sum(x)).
@@ -171,12 +157,24 @@ struct Grouped<S, DType::q4_1> : Grouped<S, DType::q4_0> {
   }
 };
 
-// q5_1: q4_1 with a fifth bit (q 0..31).
-template <class S>
-struct Grouped<S, DType::q5_1> : Grouped<S, DType::q4_1> {
-  static constexpr int bytes = kQ51Bytes, max_pair = 2 * 31 * 127;
+// A 4-bit type B's weights given their fifth bits (q 0..31): q5_0, q5_1 and q5_k.
+template <class S, DType B>
+struct WithFifthBit : Grouped<S, B> {
+  static constexpr int max_pair = 2 * 31 * 127;
   using Wp = typename Grouped<S, DType::q4_0>::Wp;
   static Wp prep(const uint8_t* q, int step) { return {with_fifth_bit<S>(q, step)}; }
+};
+
+// q5_0: q4_0 with a fifth bit, -16 x sum(x) corrects.
+template <class S>
+struct Grouped<S, DType::q5_0> : WithFifthBit<S, DType::q4_0> {
+  static constexpr int bytes = kQ50Bytes, corr = -16;
+};
+
+// q5_1: q4_1 with a fifth bit.
+template <class S>
+struct Grouped<S, DType::q5_1> : WithFifthBit<S, DType::q4_1> {
+  static constexpr int bytes = kQ51Bytes;
 };
 
 // q4_k: q4_1 in super-blocks of 8 blocks, each block's scale d sc and min dmin m, the min
@@ -202,13 +200,11 @@ struct Grouped<S, DType::q4_k> : Grouped<S, DType::q4_1> {
 
 // q5_k: q4_k with a fifth bit for each nibble (q 0..31), from the block's chunk of fifth bits.
 template <class S>
-struct Grouped<S, DType::q5_k> : Grouped<S, DType::q4_k> {
-  static constexpr int bytes = kQ5KBytes, max_pair = 2 * 31 * 127;
+struct Grouped<S, DType::q5_k> : WithFifthBit<S, DType::q4_k> {
+  static constexpr int bytes = kQ5KBytes;
   static constexpr int quants(int b) {
     return (20 + b * (kQuantBlock / 2 + kQuantChunk)) * kQuantRows;
   }
-  using Wp = typename Grouped<S, DType::q4_0>::Wp;
-  static Wp prep(const uint8_t* q, int step) { return {with_fifth_bit<S>(q, step)}; }
 };
 
 // q6_k: each step's 6-bit q from its nibble and two high bits, less 32, as q8_0's signed weights
