@@ -7,8 +7,8 @@ namespace qwen3::cli {
 
 // The help of every command's MODEL argument (model_path.h resolves it).
 inline constexpr const char* kModelArgumentHelp =
-    "Model folder, GGUF file (qwen3 / qwen3moe, any llama.cpp type), or a Hub id in the Hugging "
-    "Face cache (Qwen/Qwen3-0.6B)";
+    "Model folder, GGUF file (Qwen3, Qwen3-MoE, Qwen3.5; F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
+    "Q5_1, Q2_K-Q6_K, IQ4_NL, IQ4_XS), or a Hub id in the Hugging Face cache (Qwen/Qwen3-0.6B)";
 
 void add_generate_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
