@@ -310,31 +310,23 @@ inline void group_tile(const int8_t* xq, const float* xd, const int32_t* xsum, i
           isum[0][v] = F::corr ? S::splat32(F::corr * xsum[r * nb + b]) : S::zero_i();
           isum[1][v] = S::zero_i();
         }
-        if constexpr (in16) {
-          I pairs[chains][nv];
-          for (int c = 0; c < chains; ++c)
-            for (int v = 0; v < nv; ++v) pairs[c][v] = S::zero_i();
+        I pairs[chains][nv];  // in16's partial sums
+        for (int c = 0; c < chains; ++c)
+          for (int v = 0; v < nv; ++v) pairs[c][v] = S::zero_i();
 #pragma GCC unroll 16
-          for (int s = 0; s < F::steps; ++s) {
-            const I xb = S::bcast4(x + F::xoff(s));
-            for (int v = 0; v < nv; ++v) {
-              const auto w = weights(s, v);
-              pairs[chain16(s)][v] =
-                  S::add16(pairs[chain16(s)][v], S::pairs(w.u, F::signed_x(w, xb)));
-            }
-          }
-          for (int c = 0; c < (one16 ? 1 : chains); ++c)
-            for (int v = 0; v < nv; ++v) isum[c][v] = S::add32(isum[c][v], S::widen(pairs[c][v]));
-        } else {
-#pragma GCC unroll 16
-          for (int s = 0; s < F::steps; ++s) {
-            const I xb = S::bcast4(x + F::xoff(s));
-            for (int v = 0; v < nv; ++v) {
-              const auto w = weights(s, v);
-              isum[F::chain(s)][v] = S::udot(w.u, F::signed_x(w, xb), isum[F::chain(s)][v]);
-            }
+        for (int s = 0; s < F::steps; ++s) {
+          const I xb = S::bcast4(x + F::xoff(s));
+          for (int v = 0; v < nv; ++v) {
+            const auto w = weights(s, v);
+            const I sx = F::signed_x(w, xb);
+            if constexpr (in16)
+              pairs[chain16(s)][v] = S::add16(pairs[chain16(s)][v], S::pairs(w.u, sx));
+            else isum[F::chain(s)][v] = S::udot(w.u, sx, isum[F::chain(s)][v]);
           }
         }
+        if constexpr (in16)
+          for (int c = 0; c < (one16 ? 1 : chains); ++c)
+            for (int v = 0; v < nv; ++v) isum[c][v] = S::add32(isum[c][v], S::widen(pairs[c][v]));
         for (int v = 0; v < nv; ++v)
           acc[r][v] =
               F::apply(ws[v], isum[0][v], isum[1][v], xd[r * nb + b], xsum[r * nb + b], acc[r][v]);

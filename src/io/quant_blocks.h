@@ -74,8 +74,7 @@ void quantize_row(DType to, const float* x, int K, uint8_t* out);  // to: q8_0 o
 // file's rows interleave as they are; other types' rows go through from_ggml first.
 bool same_bytes_as_ggml(DType t);
 // One row of K values of to's ggml type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q4_K, Q5_K or Q6_K)
-// as plain blocks of to, value for value.                                           out
-// [row_bytes(to, K)]
+// as plain blocks of to, value for value; out holds row_bytes(to, K).
 void from_ggml(DType to, const uint8_t* ggml, int K, uint8_t* out);
 
 // rows plain rows of blocks rewritten in the matrix layout above (rows % 16 rows stay plain).

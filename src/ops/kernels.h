@@ -19,11 +19,10 @@ using MatmulKernel = void (*)(const float* x, int T, int K, const void* w, int l
 // The same contract for block-quantized w (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k, q5_k, q6_k)
 // of N rows in the grouped layout of io/quant_blocks.h, with x already quantized per row
 // (quantize_x): xq [T, K] int8, xd [T, K / 32] float scales and xsum [T, K / 32] block sums. Each
-// block's integer dot product is exact; each output then takes, block after block, acc =
-// fma(float(isum), d_w * d_x, acc) (q4_1, q5_1: then acc = fma(m_w, d_x * xsum, acc); q4_k, q5_k:
-// then acc = fma(dmin_w,
-// -(d_x * xsum), acc); q6_k: the block's two halves of 16 in turn, each with its own scale): one
-// order for every T, n range and row group.
+// block's integer dot product is exact; each output then takes, block after block,
+// acc = fma(float(isum), d_w * d_x, acc) (q4_1, q5_1: then acc = fma(m_w, d_x * xsum, acc); q4_k,
+// q5_k: then acc = fma(dmin_w, -(d_x * xsum), acc); q6_k: the block's two halves of 16 in turn,
+// each with its own scale): one order for every T, n range and row group.
 using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int32_t* xsum, int T,
                                    int K, const void* w, int N, int n0, int n1, float* y, int ldy);
 
