@@ -98,8 +98,11 @@ enum class KvCacheType { automatic, f32, f16, bf16 };
 // How products with bf16 weights take their activations: f32 exactly (widened weights, float
 // multiply-adds: within 1e-5 of a float32 reference); bf16 rounded, as llama.cpp does, for
 // AVX512_BF16 dot products with twice the multiply-adds per instruction (faster prompts; logits
-// move by up to about 0.2: docs/precision.md). bf16 needs a CPU with AVX512_BF16.
-enum class Activations { f32, bf16 };
+// move by up to about 0.2: docs/precision.md). bf16 needs a CPU with AVX512_BF16. automatic: the
+// fastest within the bounds docs/precision.md measures, chosen by the row: prompt tokens' rows
+// bf16 where the CPU has AVX512_BF16 (prompts are bounded by multiply-adds), generated tokens'
+// rows f32 (decode is bounded by memory, so rounding would buy nothing); f32 everywhere else.
+enum class Activations { automatic, f32, bf16 };
 
 // The names front ends and messages use ("auto", "avx512", "q8", "f16", ...), and back: parse_*
 // throws Error(invalid_argument) naming the accepted values.
@@ -124,7 +127,7 @@ struct LoadOptions {
   // (slower start; faster decode than a map of a file cached in 4 KiB pages).
   bool mmap = true;
   KvCacheType kv_cache = KvCacheType::automatic;
-  Activations activations = Activations::f32;
+  Activations activations = Activations::automatic;
 };
 
 class Model;
@@ -173,6 +176,10 @@ struct BatchItem {
   // When set, receives the rows after the model's final norm, [tokens, hidden_size]: what its LM
   // head reads and what Qwen3.5's multi-token-prediction head drafts from (Model::mtp_step).
   std::vector<float>* hidden = nullptr;
+  // The tokens were sampled from this model (a decode step, a speculative verification), not
+  // given (a prompt): with automatic activations they take the exact f32 path, prompt tokens the
+  // faster one (Activations). A row's results depend on this and on its sequence alone.
+  bool generated = false;
 };
 
 // Receives named intermediates ("embed", "layers.3", "norm") as [rows, cols] float rows.
@@ -192,6 +199,13 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const std::string& name() const { return name_; }  // folder name, or GGUF file stem
   const char* isa() const;                           // the kernels in use
+  // Those prompt tokens' rows take: isa(), or with automatic activations on a CPU with
+  // AVX512_BF16 the bf16 ones ("avx512-bf16").
+  const char* prompt_isa() const;
+  // Whether prompt tokens' rows and generated tokens' rows take different kernels: then the states
+  // of generated tokens are not the bits the same tokens give as a prompt (what a cache of
+  // sequences for reuse as prompts must mind).
+  bool splits_rows() const;
   int threads() const;
   // Rows of a step (a decode batch, a speculative verification) that share one pass over the
   // weights: up to this many cost little more than one.
@@ -247,6 +261,9 @@ class Model {
  private:
   friend class Sequence;
   Model() = default;
+  void check_batch(std::span<const BatchItem> batch) const;
+  void run_step(std::span<const BatchItem> batch, std::vector<std::vector<float>>& logits,
+                const Observer* observer);
   ModelConfig config_;
   std::string name_;
   std::unique_ptr<Impl> impl_;

@@ -41,8 +41,8 @@ constexpr std::array<std::pair<KvCacheType, const char*>, 4> kKvCache{
      {KvCacheType::f32, "f32"},
      {KvCacheType::f16, "f16"},
      {KvCacheType::bf16, "bf16"}}};
-constexpr std::array<std::pair<Activations, const char*>, 2> kActivations{
-    {{Activations::f32, "f32"}, {Activations::bf16, "bf16"}}};
+constexpr std::array<std::pair<Activations, const char*>, 3> kActivations{
+    {{Activations::automatic, "auto"}, {Activations::f32, "f32"}, {Activations::bf16, "bf16"}}};
 
 }  // namespace
 

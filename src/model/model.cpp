@@ -1,6 +1,7 @@
 // The forward pass: a model composed of layers, each a token mixer and a feed-forward chosen per
 // layer from config.json (layers.h), between the embeddings and the LM head. Names follow
 // transformers' modeling_qwen3.py, modeling_qwen3_moe.py and modeling_qwen3_5(_moe).py.
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <set>
@@ -256,6 +257,8 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
 
 Model::~Model() = default;
 const char* Model::isa() const { return ops::isa_name(*impl_->rt); }
+const char* Model::prompt_isa() const { return ops::prompt_isa_name(*impl_->rt); }
+bool Model::splits_rows() const { return ops::splits_rows(*impl_->rt); }
 int Model::threads() const { return ops::thread_count(*impl_->rt); }
 int Model::pass_rows() const { return ops::pass_rows(*impl_->rt); }
 uint64_t Model::weight_bytes() const {
@@ -289,9 +292,41 @@ std::vector<std::vector<float>> Model::step(std::span<const BatchItem> batch,
 
 void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float>>& logits,
                  const Observer* observer) {
+  check_batch(batch);
+  ops::Runtime& rt = *impl_->rt;
+  const auto is_prompt = [](const BatchItem& item) { return !item.generated; };
+  const size_t prompts = std::count_if(batch.begin(), batch.end(), is_prompt);
+  if (!ops::splits_rows(rt) || prompts == 0) return run_step(batch, logits, observer);
+  // Prompt rows and generated rows take different kernels: a batch of both runs as two passes,
+  // each item's results the same as in a batch of its own kind alone.
+  struct Reset {
+    ops::Runtime& rt;
+    ~Reset() { ops::use_prompt_kernels(rt, false); }
+  } reset{rt};
+  ops::use_prompt_kernels(rt, true);
+  if (prompts == batch.size()) return run_step(batch, logits, observer);
+  std::vector<BatchItem> part[2];  // prompt items, generated items
+  std::vector<size_t> index[2];
+  for (size_t i = 0; i < batch.size(); ++i) {
+    part[batch[i].generated].push_back(batch[i]);
+    index[batch[i].generated].push_back(i);
+  }
+  logits.resize(batch.size());
+  std::vector<std::vector<float>> part_logits;
+  for (int generated : {0, 1}) {
+    ops::use_prompt_kernels(rt, !generated);
+    part_logits.resize(index[generated].size());  // the caller's vectors, reused
+    for (size_t j = 0; j < index[generated].size(); ++j)
+      part_logits[j].swap(logits[index[generated][j]]);
+    run_step(part[generated], part_logits, observer);
+    for (size_t j = 0; j < index[generated].size(); ++j)
+      logits[index[generated][j]].swap(part_logits[j]);
+  }
+}
+
+void Model::check_batch(std::span<const BatchItem> batch) const {
   // Everything is checked before any sequence changes.
   if (batch.empty()) throw Error(ErrorKind::invalid_argument, "step: empty batch");
-  StepRows rows;
   std::set<const Sequence*> seen;
   for (auto& item : batch) {
     if (!item.sequence)
@@ -303,6 +338,11 @@ void Model::step(std::span<const BatchItem> batch, std::vector<std::vector<float
       throw Error(ErrorKind::invalid_argument, "step: a sequence appears twice in a batch");
     check_tokens(s, item.tokens, config_.vocab_size);
   }
+}
+
+void Model::run_step(std::span<const BatchItem> batch, std::vector<std::vector<float>>& logits,
+                     const Observer* observer) {
+  StepRows rows;
   for (auto& item : batch) {
     Sequence::State& s = *item.sequence->state_;
     s.prepare_step_states(static_cast<int>(item.tokens.size()), item.rewindable, config_);

@@ -20,9 +20,24 @@ bool cpu_supports(std::string_view isa) {
   return false;
 }
 
+namespace {
+std::string_view resolve(std::string_view isa) {
+  if (isa != "auto") return isa;
+  return cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "scalar";
+}
+}  // namespace
+
+const KernelTable* rounding_kernels(std::string_view isa) {
+  isa = resolve(isa);
+  if (!cpu_supports(isa)) return nullptr;
+  if (isa == "amx") return &amx_bf16_kernels();
+  if (isa == "avx512" && cpu_supports("avx512-bf16")) return &avx512_bf16_kernels();
+  return nullptr;
+}
+
 const KernelTable& select_kernels(std::string_view isa, std::string_view activations) {
   const bool forced = isa != "auto";
-  if (!forced) isa = cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "scalar";
+  isa = resolve(isa);
   if (isa != "amx" && isa != "avx512" && isa != "avx2" && isa != "scalar")
     throw Error(ErrorKind::invalid_argument,
                 "unknown isa \"" + std::string(isa) + "\" (auto, amx, avx512, avx2, scalar)");

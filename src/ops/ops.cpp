@@ -19,8 +19,11 @@ namespace qwen3::ops {
 
 class Runtime {
  public:
-  Runtime(const KernelTable& k, int threads) : kernels(k), pool(threads) {}
-  const KernelTable& kernels;
+  Runtime(const KernelTable& prompt, const KernelTable& generated, int threads)
+      : kernels(&generated), prompt(prompt), generated(generated), pool(threads) {}
+  const KernelTable* kernels;    // what the next products use: prompt or generated
+  const KernelTable& prompt;     // for prompt tokens' rows
+  const KernelTable& generated;  // for generated tokens' rows
   parallel::ThreadPool pool;
   io::Buffer<float> xf;    // activations laid out for the float kernels (prepare_x), reused
   io::Buffer<float> xr;    // [T, K] activations rotated by the weights' lead, where they have one
@@ -34,15 +37,26 @@ RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view acti
     throw Error(ErrorKind::invalid_argument,
                 "threads must be between 0 and 1024, got " + std::to_string(threads));
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return RuntimePtr(new Runtime(select_kernels(isa, activations), threads));
+  if (activations == "auto") {
+    const KernelTable& exact = select_kernels(isa, "f32");
+    const KernelTable* rounded = rounding_kernels(isa);
+    return RuntimePtr(new Runtime(rounded ? *rounded : exact, exact, threads));
+  }
+  const KernelTable& k = select_kernels(isa, activations);
+  return RuntimePtr(new Runtime(k, k, threads));
 }
 
 void destroy(Runtime* runtime) { delete runtime; }
-const char* isa_name(const Runtime& rt) { return rt.kernels.name; }
+const char* isa_name(const Runtime& rt) { return rt.generated.name; }
+const char* prompt_isa_name(const Runtime& rt) { return rt.prompt.name; }
+void use_prompt_kernels(Runtime& rt, bool prompt) {
+  rt.kernels = prompt ? &rt.prompt : &rt.generated;
+}
+bool splits_rows(const Runtime& rt) { return &rt.prompt != &rt.generated; }
 int thread_count(const Runtime& rt) { return rt.pool.size(); }
-int pass_rows(const Runtime& rt) { return rt.kernels.pass_rows; }
+int pass_rows(const Runtime& rt) { return rt.generated.pass_rows; }
 bool attends_over(const Runtime& rt, DType kv_cache) {
-  return rt.kernels.key_scores[int(kv_cache)] != nullptr;
+  return rt.generated.key_scores[int(kv_cache)] != nullptr;
 }
 
 void embed(Runtime&, const Matrix& table, std::span<const int32_t> ids, float* out) {
@@ -89,7 +103,7 @@ void for_elements(Runtime& rt, size_t n, const Fn& fn) {
 void rms_norm(Runtime& rt, const float* x, const float* w, float eps, int rows, int n, float* out) {
   for_range(rt, rows, n, [&](int begin, int end) {
     for (int r = begin; r < end; ++r)
-      rt.kernels.rms_norm(x + size_t(r) * n, w, eps, n, out + size_t(r) * n);
+      rt.kernels->rms_norm(x + size_t(r) * n, w, eps, n, out + size_t(r) * n);
   });
 }
 
@@ -116,10 +130,10 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
   const DType dtype = front.w.dtype;
   const bool quantized = is_block_quantized(dtype);
   auto lead = [&](const Matrix& w) {
-    return quantized ? 0 : rt.kernels.lead[int(dtype)](w.data, K);
+    return quantized ? 0 : rt.kernels->lead[int(dtype)](w.data, K);
   };
   const int first_lead = lead(front.w);
-  const int g = quantized ? 1 : rt.kernels.tile_rows;  // rows prepared together
+  const int g = quantized ? 1 : rt.kernels->tile_rows;  // rows prepared together
   std::vector<Job> jobs;
   std::vector<int> first_unit{0};  // job j's units: [first_unit[j], first_unit[j + 1])
   std::vector<int> first_tile{0};  // group i's tiles of x to prepare
@@ -140,7 +154,7 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
       first_unit.push_back(first_unit.back() + (p.w.rows + kRowsPerUnit - 1) / kRowsPerUnit);
     }
     first_tile.push_back(first_tile.back() + (group.T + g - 1) / g);
-    x_size += quantized ? size_t(group.T) * K : rt.kernels.prepared_floats(group.T, K);
+    x_size += quantized ? size_t(group.T) * K : rt.kernels->prepared_floats(group.T, K);
   }
   auto group_of_tile = [&](int tile) {
     return std::upper_bound(first_tile.begin(), first_tile.end(), tile) - first_tile.begin() - 1;
@@ -163,7 +177,7 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
           rotate_rows(group.x, K, first_lead, t0, t1, rotated);
           rows = rotated;
         }
-        rt.kernels.prepare_x[int(dtype)](rows, group.T, K, t0, t1, &rt.xf[x_at[i]]);
+        rt.kernels->prepare_x[int(dtype)](rows, group.T, K, t0, t1, &rt.xf[x_at[i]]);
       }
     });
   } else {
@@ -175,8 +189,8 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
       for (int tile = b; tile < e; ++tile) {
         const size_t i = group_of_tile(tile);
         const size_t at = x_at[i] + size_t(tile - first_tile[i]) * K;
-        rt.kernels.quantize_x(groups[i].x + (at - x_at[i]), K, &rt.xq[at], &rt.xd[at / kQuantBlock],
-                              &rt.xs[at / kQuantBlock]);
+        rt.kernels->quantize_x(groups[i].x + (at - x_at[i]), K, &rt.xq[at],
+                               &rt.xd[at / kQuantBlock], &rt.xs[at / kQuantBlock]);
       }
     });
   }
@@ -190,12 +204,12 @@ void matmul(Runtime& rt, std::span<const ProductGroup> groups) {
                 n1 = std::min(w.rows, (ue - first_unit[j]) * kRowsPerUnit);
       const int T = job.group->T;
       if (quantized)
-        quant_matmul(rt.kernels, w.dtype)(&rt.xq[job.x_at], &rt.xd[job.x_at / kQuantBlock],
-                                          &rt.xs[job.x_at / kQuantBlock], T, K, w.data, w.rows, n0,
-                                          n1, job.product->y, w.rows);
+        quant_matmul(*rt.kernels, w.dtype)(&rt.xq[job.x_at], &rt.xd[job.x_at / kQuantBlock],
+                                           &rt.xs[job.x_at / kQuantBlock], T, K, w.data, w.rows, n0,
+                                           n1, job.product->y, w.rows);
       else
-        rt.kernels.matmul[int(dtype)](&rt.xf[job.x_at], T, K, w.data, first_lead, n0, n1,
-                                      job.product->y, w.rows);
+        rt.kernels->matmul[int(dtype)](&rt.xf[job.x_at], T, K, w.data, first_lead, n0, n1,
+                                       job.product->y, w.rows);
     }
   });
 }
@@ -253,7 +267,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
     first_task[i + 1] = first_task[i] + kv_heads * ((items[i].n + kQueryBlock - 1) / kQueryBlock);
   auto append = [&](const AttentionItem& it, int g) {  // head g's new keys and values
     const size_t head = row_bytes(it.kv_dtype, size_t(g) * it.capacity * head_dim);
-    rt.kernels.append_kv[int(it.kv_dtype)](
+    rt.kernels->append_kv[int(it.kv_dtype)](
         it.new_k + size_t(g) * head_dim, it.new_v + size_t(g) * head_dim, kv_heads * head_dim, it.n,
         head_dim, it.p0, static_cast<uint8_t*>(it.k) + head, static_cast<uint8_t*>(it.v) + head);
   };
@@ -265,7 +279,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
       for (int task = b; task < e; ++task) append(items[task / kv_heads], task % kv_heads);
     });
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const KernelTable& kt = rt.kernels;
+  const KernelTable& kt = *rt.kernels;
   rt.pool.run(first_task.back(), [&](int b, int e) {
     thread_local io::Buffer<float> queries, scores,
         context;  // kept: a decode step has 28 x 8 tasks
@@ -309,7 +323,7 @@ void attention(Runtime& rt, std::span<const AttentionItem> items, int heads, int
 
 void silu_mul(Runtime& rt, const float* gate, const float* up, int n, float* out) {
   for_elements(rt, n, [&](size_t b, size_t e) {
-    rt.kernels.silu_mul(gate + b, up + b, int(e - b), out + b);
+    rt.kernels->silu_mul(gate + b, up + b, int(e - b), out + b);
   });
 }
 
@@ -353,7 +367,7 @@ void causal_conv1d_silu(Runtime& rt, const float* x, int ld, int n, int C, const
         const float* tap = &taps[size_t(j) * width];
         for (int c = 0; c < width; ++c) o[c0 + c] += tap[c] * in[c];
       }
-      rt.kernels.silu_mul(o + c0, ones.data(), width, o + c0);
+      rt.kernels->silu_mul(o + c0, ones.data(), width, o + c0);
     }
     // The last K - 1 inputs become the state, oldest first (rows still to be read move later).
     std::vector<float> last(size_t(K - 1) * width);
@@ -373,10 +387,10 @@ void gated_delta_rule(Runtime& rt, std::span<const DeltaRuleItem> items, int key
       const int j = task % value_heads, hk = j / group;
       for (int t = 0; t < it.n; ++t) {
         const size_t jt = size_t(t) * value_heads + j;
-        rt.kernels.delta_rule(it.state + size_t(j) * dk * dv, dk, dv,
-                              it.q + (size_t(t) * key_heads + hk) * dk,
-                              it.k + (size_t(t) * key_heads + hk) * dk, it.v + jt * dv,
-                              std::exp(it.g[jt]), it.beta[jt], it.out + jt * dv);
+        rt.kernels->delta_rule(it.state + size_t(j) * dk * dv, dk, dv,
+                               it.q + (size_t(t) * key_heads + hk) * dk,
+                               it.k + (size_t(t) * key_heads + hk) * dk, it.v + jt * dv,
+                               std::exp(it.g[jt]), it.beta[jt], it.out + jt * dv);
         if (it.history && t + 1 < it.n)
           std::copy_n(it.state + size_t(j) * dk * dv, size_t(dk) * dv,
                       it.history[t] + size_t(j) * dk * dv);

@@ -38,10 +38,16 @@ struct RuntimeDeleter {
   void operator()(Runtime* r) const { destroy(r); }
 };
 using RuntimePtr = std::unique_ptr<Runtime, RuntimeDeleter>;
-// isa, activations: as select_kernels (ops/kernels.h); threads: 0 = one per core. Throws on bad
-// values.
+// isa, activations: as select_kernels (ops/kernels.h), or activations "auto": prompt tokens'
+// rows on rounding_kernels(isa) where there are any, generated tokens' rows exact (f32); threads:
+// 0 = one per core. Throws on bad values.
 RuntimePtr make_runtime(std::string_view isa, int threads, std::string_view activations = "f32");
-const char* isa_name(const Runtime& rt);
+// Which of the runtime's kernels the next products take: those for prompt tokens' rows or those
+// for generated ones (the default). The same with any activations but "auto" (splits_rows).
+void use_prompt_kernels(Runtime& rt, bool prompt);
+bool splits_rows(const Runtime& rt);
+const char* isa_name(const Runtime& rt);         // generated rows' kernels ("avx512", ...)
+const char* prompt_isa_name(const Runtime& rt);  // prompt rows' ("avx512-bf16", ...)
 int thread_count(const Runtime& rt);
 int pass_rows(const Runtime& rt);  // KernelTable::pass_rows of the kernels in use
 // Whether rt's kernels can attend over a KV cache of this dtype (bf16: AVX512_BF16's only).

@@ -137,6 +137,7 @@ std::span<const TokenId> Generation::next_input(int chunk) const {
 
 BatchItem Generation::next_item(int chunk) {
   BatchItem item{&sequence_, next_input(chunk)};
+  item.generated = fed_ == prompt_.size();
   if (spec_) {
     const bool verifying = fed_ == prompt_.size();
     item.all_logits = item.rewindable = verifying;

@@ -39,21 +39,25 @@ class DraftModelProposer : public Proposer {
     k = std::min(k, sequence_.max_context() - static_cast<int>(followed.size()));
     std::vector<TokenId> out;
     if (k <= 0) return out;
-    feed(followed.subspan(held_.size()));
+    // The context's first tokens as a prompt; what follows (sampled by the model) and the
+    // draft's own tokens as generated ones, as the model steps them.
+    feed(followed.subspan(held_.size()), !held_.empty());
     while (true) {
       out.push_back(argmax(logits_[0]));
       if (static_cast<int>(out.size()) == k) return out;
-      feed({&out.back(), 1});
+      feed({&out.back(), 1}, true);
     }
   }
   double token_cost() const override { return cost_; }
   const char* name() const override { return "draft"; }
 
  private:
-  void feed(std::span<const TokenId> tokens) {
+  void feed(std::span<const TokenId> tokens, bool generated) {
     constexpr size_t kChunk = 512;  // a long prompt in pieces, as the front ends feed it
     for (size_t i = 0; i < tokens.size(); i += kChunk) {
-      const BatchItem item{&sequence_, tokens.subspan(i, std::min(kChunk, tokens.size() - i))};
+      const BatchItem item{.sequence = &sequence_,
+                           .tokens = tokens.subspan(i, std::min(kChunk, tokens.size() - i)),
+                           .generated = generated};
       draft_.step({&item, 1}, logits_);
     }
     held_.insert(held_.end(), tokens.begin(), tokens.end());

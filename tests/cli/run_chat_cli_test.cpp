@@ -158,6 +158,10 @@ TEST(RunCli, BadArgumentsExitNonZeroWithOneLine) {
       {"generate " + kUntied + " --ids 1,x,3", "error: --ids: \"x\" is not a token id"},
       {"generate " + kUntied + " --ids 1,5000", "error: token id 5000 is outside the vocabulary"},
       {"verify " + kTiny + " /nonexistent.json", "error: /nonexistent.json: cannot open file"},
+      {"run " + kTiny + " 'hi' --exact --activations bf16",
+       "error: --activations excludes --exact"},
+      {"run " + kTiny + " 'hi' --activations f16",
+       "error: --activations: f16 not in {auto,f32,bf16}"},
   };
   for (auto& c : cases) {
     auto run = run_qwen3(c.args, "", false);
@@ -165,6 +169,20 @@ TEST(RunCli, BadArgumentsExitNonZeroWithOneLine) {
     EXPECT_NE(run.err.find(c.message), std::string::npos) << c.args << "\n" << run.err;
     EXPECT_EQ(run.err.find('\n'), run.err.size() - 1) << "one line: " << run.err;
   }
+}
+
+// -v says which kernels each kind of row takes and why; --exact keeps the float32 path on any CPU.
+TEST(RunCli, VerboseSaysWhichPathEachRowTakes) {
+  auto automatic = run_qwen3("run " + kTiny + " 'hi' --temp 0 -n 2 -v", "", false);
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+  const bool rounds = automatic.err.find("bf16 for prompt tokens") != std::string::npos;
+  EXPECT_NE(automatic.err.find(rounds ? " for generated ones (--activations auto: "
+                                      : " (--activations auto: f32, exact; no AVX512_BF16"),
+            std::string::npos)
+      << automatic.err;
+  auto exact = run_qwen3("run " + kTiny + " 'hi' --temp 0 -n 2 -v --exact", "", false);
+  ASSERT_EQ(exact.exit_code, 0) << exact.err;
+  EXPECT_NE(exact.err.find(" (--activations f32), "), std::string::npos) << exact.err;
 }
 
 TEST(RunCli, GenerateMatchesTheReferenceGreedyIds) {

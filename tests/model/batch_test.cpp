@@ -71,6 +71,60 @@ TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
   }
 }
 
+// Automatic activations choose by the row: prompt tokens' rows take what --activations bf16 takes
+// where the CPU has AVX512_BF16 (else f32), generated tokens' rows what f32 takes, and a sequence's
+// results stay the same whatever its batch holds and however many threads run it.
+TEST(Batch, AutomaticActivationsChooseByTheRowNotTheBatch) {
+  const bool rounds = ops::cpu_supports("avx512-bf16");
+  auto model = [](Activations a, int threads = 2) {  // bf16 weights, an f32 cache for each
+    return Model::load(test::tiny_model(),
+                       {.threads = threads, .kv_cache = KvCacheType::f32, .activations = a});
+  };
+  auto automatic = model(Activations::automatic), exact = model(Activations::f32),
+       rounded = rounds ? model(Activations::bf16) : model(Activations::f32);
+  EXPECT_STREQ(automatic->prompt_isa(), rounded->isa());
+  EXPECT_STREQ(automatic->isa(), exact->isa());
+  const auto p = prompt(23, 5);
+  auto logits = [&](Model& m, bool generated) {
+    Sequence s(m);
+    BatchItem item{.sequence = &s, .tokens = p, .all_logits = true, .generated = generated};
+    return m.step({&item, 1})[0];
+  };
+  const auto prompt_rows = logits(*automatic, false), generated_rows = logits(*automatic, true);
+  EXPECT_EQ(prompt_rows, logits(*rounded, false));
+  EXPECT_EQ(generated_rows, logits(*exact, true));
+  if (rounds) EXPECT_NE(prompt_rows, generated_rows);
+
+  // A sequence prefilled, then decoding, alone; and again beside others at every step: a prompt
+  // beside its decode steps, decode steps beside its prompt.
+  auto run = [&](Model& m, bool crowded) {
+    std::vector<Sequence> seqs;
+    for (int i = 0; i < 3; ++i) seqs.emplace_back(m);
+    const auto other = prompt(40, 6);
+    std::vector<float> out;
+    auto step = [&](std::span<const TokenId> tokens, bool generated) {
+      std::vector<BatchItem> batch{
+          {.sequence = &seqs[0], .tokens = tokens, .all_logits = true, .generated = generated}};
+      const TokenId next = 11;
+      if (crowded) {
+        seqs[1].truncate(0);
+        batch.push_back({.sequence = &seqs[1], .tokens = other});
+        if (seqs[2].length() == 0) batch.push_back({.sequence = &seqs[2], .tokens = other});
+        else batch.push_back({.sequence = &seqs[2], .tokens = {&next, 1}, .generated = true});
+      }
+      const auto l = m.step(batch);
+      out.insert(out.end(), l[0].begin(), l[0].end());
+    };
+    step(p, false);
+    for (TokenId next : {7, 8, 9}) step({&next, 1}, true);
+    return out;
+  };
+  const auto alone = run(*automatic, false);
+  EXPECT_EQ(run(*automatic, true), alone);
+  EXPECT_EQ(run(*model(Activations::automatic, 1), true), alone);
+  EXPECT_EQ(run(*model(Activations::automatic, 3), false), alone);
+}
+
 TEST(Batch, DecodeReusesTheCallersLogits) {
   auto m = Model::load(test::untied_model(), {.threads = 2});
   Sequence a(*m), b(*m);

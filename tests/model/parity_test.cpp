@@ -29,9 +29,11 @@ class Parity : public testing::TestWithParam<Param> {};
 TEST_P(Parity, EveryReferenceCaseWithinTolerance) {
   const Param& p = GetParam();
   if (!ops::cpu_supports(p.isa)) GTEST_SKIP() << p.isa << " not on this CPU";
-  auto model = Model::load(
-      test::fixtures() / "models" / p.model,
-      {.threads = 2, .isa = parse_isa(p.isa), .kv_cache = parse_kv_cache_type(p.kv_cache)});
+  auto model = Model::load(test::fixtures() / "models" / p.model,
+                           {.threads = 2,
+                            .isa = parse_isa(p.isa),
+                            .kv_cache = parse_kv_cache_type(p.kv_cache),
+                            .activations = Activations::f32});
   const double tol = p.kv_cache == "f16" ? kF16CacheTol : kTol;
   auto ref = io::read_json(test::reference(p.model + ".json"));
   for (const auto& c : ref["cases"]) {
@@ -55,7 +57,8 @@ TEST_P(MtpParity, EveryRowWithinTolerance) {
   const Param& p = GetParam();
   if (!ops::cpu_supports(p.isa)) GTEST_SKIP() << p.isa << " not on this CPU";
   auto model =
-      Model::load(test::fixtures() / "models" / p.model, {.threads = 2, .isa = parse_isa(p.isa)});
+      Model::load(test::fixtures() / "models" / p.model,
+                  {.threads = 2, .isa = parse_isa(p.isa), .activations = Activations::f32});
   auto ref = io::read_json(test::reference(p.model + "-mtp.json"));
   for (const auto& c : ref["cases"]) {
     auto r = cli::verify_mtp_case(*model, c, kTol);

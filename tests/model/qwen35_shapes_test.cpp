@@ -323,12 +323,13 @@ const Result& result(const std::string& name) {
   r.weights = make_weights(s);
   {
     const ModelFolder folder(s, r.weights);
-    auto model = Model::load(folder.dir, {.threads = 2});
+    auto model = Model::load(folder.dir, {.threads = 2, .activations = Activations::f32});
     r.config = model->config();
     r.whole = run_engine(*model, {kPromptTokens});
     // One thread: the engine promises the same bits on any thread count, and on a busy machine
     // a second thread's spin-waits made every step of these tiny models slower (6 s, not 2 s).
-    r.pieces = run_engine(*Model::load(folder.dir, {.threads = 1}), {23, 30, kPromptTokens - 53});
+    r.pieces = run_engine(*Model::load(folder.dir, {.threads = 1, .activations = Activations::f32}),
+                          {23, 30, kPromptTokens - 53});
     // The scalar kernels are the slow reference: only where a test needs their bits.
     if (s.moe)
       r.scalar =

@@ -10,7 +10,8 @@ namespace qwen3 {
 namespace {
 
 struct Fixture {
-  std::unique_ptr<Model> model = Model::load(test::tiny_model(), {.threads = 1});
+  std::unique_ptr<Model> model =
+      Model::load(test::tiny_model(), {.threads = 1, .activations = Activations::f32});
   Tokenizer tokenizer = Tokenizer::load(test::tiny_model());
   nlohmann::json france = io::read_json(test::reference("qwen3-tiny.json"))["cases"][0];
   std::vector<TokenId> prompt = france["prompt_ids"].get<std::vector<TokenId>>();

@@ -56,7 +56,7 @@ double generation_speed(Model& m, std::vector<Sequence>& seqs, int n, int depth)
   std::vector<BatchItem> items;
   for (int b = 0; b < batch; ++b) {
     seqs[b].truncate(depth);
-    items.push_back({&seqs[b], {&next[b], 1}, false});
+    items.push_back({.sequence = &seqs[b], .tokens = {&next[b], 1}, .generated = true});
   }
   std::vector<std::vector<float>> logits;
   auto t0 = Clock::now();
@@ -150,8 +150,9 @@ void add_bench_command(CLI::App& app) {
             "%s | %s kernels | %d threads | weights %s | %s KV cache | load %.3f s | TTFT (5-token "
             "prompt) "
             "%.1f ms | %.3f GB weights/token\n",
-            model->config().summary(model->name()).c_str(), model->isa(), model->threads(),
-            where.c_str(), model->kv_cache(), load_s, stats(ttft).median * 1e3, gb_per_token);
+            model->config().summary(model->name()).c_str(),
+            describe_kernels(*model, options).c_str(), model->threads(), where.c_str(),
+            model->kv_cache(), load_s, stats(ttft).median * 1e3, gb_per_token);
         std::printf("%-16s %10s %10s %10s %10s %10s %7s\n", "test", "tok/s", "sd", "median", "GB/s",
                     "read GB/s", "% read");
       }
@@ -176,6 +177,7 @@ void add_bench_command(CLI::App& app) {
         report["tests"].push_back({{"test", name},
                                    {"threads", model->threads()},
                                    {"isa", model->isa()},
+                                   {"prompt_isa", model->prompt_isa()},
                                    {"tok_s_mean", s.mean},
                                    {"tok_s_sd", s.sd},
                                    {"tok_s_median", s.median},

@@ -3,6 +3,18 @@
 
 namespace qwen3::cli {
 
+std::string describe_kernels(const Model& model, const LoadOptions& options) {
+  const std::string isa = model.isa(), prompt = model.prompt_isa();
+  if (options.activations != Activations::automatic)
+    return isa + " (--activations " + to_string(options.activations) + ")";
+  if (prompt == isa)
+    return isa + " (--activations auto: f32, exact; no AVX512_BF16 here for faster prompts)";
+  return prompt + " for prompt tokens, " + isa +
+         " for generated ones (--activations auto: prompts bounded by multiply-adds take bf16 dot "
+         "products, within mean KL 1e-5 of exact; decode, bounded by memory, stays exact f32; "
+         "--exact for f32 everywhere)";
+}
+
 void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
   if (with_threads) cmd.add_option("-t,--threads", options.threads, "Threads (0 = one per core)");
   add_enum_option(
@@ -22,11 +34,18 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
       "long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
       "AVX512_BF16 dot products; needs --activations bf16), or auto: bf16 with --activations bf16, "
       "else f16 for q8/q4 weights (lost in their quantization error), f32 for float ones");
-  add_enum_option(
-      cmd, "--activations", options.activations, {Activations::f32, Activations::bf16},
-      "How bf16 weights' products take their input: f32 (exact), or bf16 (rounded, as llama.cpp "
+  auto* activations = add_enum_option(
+      cmd, "--activations", options.activations,
+      {Activations::automatic, Activations::f32, Activations::bf16},
+      "How bf16 weights' products take their input: f32 (exact), bf16 (rounded, as llama.cpp "
       "does, for AVX512_BF16 dot products: faster prompts, logits move by up to about 0.2; "
-      "needs a CPU with AVX512_BF16)");
+      "needs a CPU with AVX512_BF16), or auto: bf16 for prompt tokens where the CPU has "
+      "AVX512_BF16, f32 for generated tokens and everywhere else (docs/precision.md)");
+  cmd.add_flag_callback(
+         "--exact", [this] { options.activations = Activations::f32; },
+         "The exact float32 path (--activations f32): within 1e-5 of Hugging Face's float32 "
+         "logits on every CPU")
+      ->excludes(activations);
   cmd.add_flag_callback(
       "--no-mmap", [this] { options.mmap = false; },
       "Read the weights into huge-page memory instead of mapping the file: slower start; faster "

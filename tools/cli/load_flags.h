@@ -27,6 +27,10 @@ CLI::Option* add_enum_option(CLI::App& cmd, const std::string& name, E& value,
       ->default_str(to_string(value));
 }
 
+// The kernels a model runs, and why: "avx512" or, with automatic activations on a CPU with
+// AVX512_BF16, "avx512-bf16 for prompt tokens, avx512 for generated ones (...)".
+std::string describe_kernels(const Model& model, const LoadOptions& options);
+
 struct LoadFlags {
   LoadOptions options;
 

@@ -25,8 +25,13 @@ int main(int argc, char** argv) {
   qwen3::cli::add_pull_command(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());  // one line, as every other error
+    return e.get_exit_code();
   } catch (const qwen3::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -113,9 +113,12 @@ void add_verify_command(CLI::App& app) {
       auto tokenizer = Tokenizer::load(dir);
       rc = verify_chat_reference(ChatTemplate::load(dir), ordered, stdout, &tokenizer);
     } else if (ref.is_object() && ref.contains("cases")) {
-      auto model = Model::load(dir, args->load.options);
+      // Held to Hugging Face's float32 logits: the exact path unless asked otherwise.
+      LoadOptions options = args->load.options;
+      if (options.activations == Activations::automatic) options.activations = Activations::f32;
+      auto model = Model::load(dir, options);
       std::printf("%s, %s kernels, %d threads\n", model->config().summary(model->name()).c_str(),
-                  model->isa(), model->threads());
+                  describe_kernels(*model, options).c_str(), model->threads());
       rc = verify_model_reference(*model, ref, args->tol, stdout);
     } else {
       throw Error(

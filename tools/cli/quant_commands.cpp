@@ -67,8 +67,10 @@ void add_quant_eval_command(CLI::App& app) {
   add_enum_option(*cmd, "--type", a->type, {WeightQuant::q8, WeightQuant::q4},
                   "q8 or q4 (none: the float weights)")
       ->default_str("");
-  add_enum_option(*cmd, "--activations", a->activations, {Activations::f32, Activations::bf16},
-                  "f32 or bf16: how the evaluated model's bf16 products take x");
+  add_enum_option(*cmd, "--activations", a->activations,
+                  {Activations::automatic, Activations::f32, Activations::bf16},
+                  "f32, bf16 or auto: how the evaluated model's bf16 products take x (auto: "
+                  "bf16 for the prompt, f32 for the continuation, where the CPU has AVX512_BF16)");
   add_enum_option(*cmd, "--kv-cache", a->kv_cache,
                   {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16},
                   "The evaluated model's KV cache: auto (as run's), f32, f16 or bf16");
@@ -81,20 +83,24 @@ void add_quant_eval_command(CLI::App& app) {
       throw Error(ErrorKind::format, a->reference + ": not a reference file (no \"cases\")");
     if (a->type == WeightQuant::none && a->activations == Activations::f32 &&
         (a->kv_cache == KvCacheType::automatic || a->kv_cache == KvCacheType::f32))
-      throw Error(
-          ErrorKind::invalid_argument,
-          "nothing to evaluate: give --type q8|q4, --activations bf16 or --kv-cache f16|bf16");
-    auto base = Model::load(a->model, {.threads = a->threads});
+      throw Error(ErrorKind::invalid_argument,
+                  "nothing to evaluate: give --type q8|q4, --activations bf16|auto or --kv-cache "
+                  "f16|bf16");
+    auto base = Model::load(a->model, {.threads = a->threads, .activations = Activations::f32});
     auto quant = Model::load(a->model, {.threads = a->threads,
                                         .quant = a->type,
                                         .keep_head = a->keep_head,
                                         .kv_cache = a->kv_cache,
                                         .activations = a->activations});
+    const std::string activations = a->activations == Activations::f32
+                                        ? ""
+                                        : std::string(", ") + to_string(a->activations) +
+                                              " activations (prompt: " + quant->prompt_isa() +
+                                              ", continuation: " + quant->isa() + ")";
     std::printf("%s: %s%s%s, %s KV cache against float\n",
                 base->config().summary(base->name()).c_str(),
                 a->type == WeightQuant::none ? "float weights" : to_string(a->type),
-                a->keep_head ? " (head kept)" : "",
-                a->activations == Activations::bf16 ? ", bf16 activations" : "", quant->kv_cache());
+                a->keep_head ? " (head kept)" : "", activations.c_str(), quant->kv_cache());
     quant_accuracy_reference(*base, *quant, ref, stdout);
   });
 }

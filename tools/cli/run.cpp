@@ -157,7 +157,8 @@ void add_run_command(CLI::App& app) {
           "presence_penalty %g, frequency_penalty %g, seed %llu, max_tokens %d\n",
           s.temperature, s.top_k, s.top_p, s.min_p, s.repetition_penalty, s.presence_penalty,
           s.frequency_penalty, static_cast<unsigned long long>(s.seed), options.max_tokens);
-      std::fprintf(stderr, "Kernels: %s, %d threads\n", model->isa(), model->threads());
+      std::fprintf(stderr, "Kernels: %s, %d threads\n",
+                   describe_kernels(*model, a->load.options).c_str(), model->threads());
       for (const std::string& note : model->load_notes())
         std::fprintf(stderr, "Converted: %s\n", note.c_str());
       for (const std::string& group : model->unread_tensors())

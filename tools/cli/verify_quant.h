@@ -19,13 +19,21 @@ struct QuantAccuracy {
   void add(const QuantAccuracy& other);  // pools positions
 };
 
-// One reference case: its prompt_ids followed by its greedy_ids (teacher forcing), run through
-// both models with logits at every position.
-QuantAccuracy quant_accuracy_case(Model& base, Model& quantized,
-                                  const nlohmann::json& reference_case);
+// Over every position, and over those whose logits choose a token in a generation: the prompt's
+// last and the continuation's (the only ones automatic activations compute exactly, apart from
+// the last prompt one).
+struct CaseAccuracy {
+  QuantAccuracy all, choosing;
+};
 
-// Every case, one line each, then the pooled figures; returns them.
-QuantAccuracy quant_accuracy_reference(Model& base, Model& quantized,
-                                       const nlohmann::json& reference, std::FILE* out);
+// One reference case: its prompt_ids, as a prompt, then its greedy_ids as generated tokens
+// (teacher forcing), run through both models with logits at every position.
+CaseAccuracy quant_accuracy_case(Model& base, Model& quantized,
+                                 const nlohmann::json& reference_case);
+
+// Every case, one line each, then the pooled figures, over all positions and over the choosing
+// ones; returns them.
+CaseAccuracy quant_accuracy_reference(Model& base, Model& quantized,
+                                      const nlohmann::json& reference, std::FILE* out);
 
 }  // namespace qwen3::cli

@@ -157,10 +157,17 @@ void Scheduler::reuse_prefix(Active& a) {
 }
 
 // What a sequence holds: the prompt, then each generated token but the last (never fed), or less
-// when the request ended early.
+// when the request ended early. Where generated tokens' rows are computed otherwise than prompt
+// rows (Model::splits_rows), only the prompt is kept: a later prompt holding the reply must get the
+// bits a prefill of it gives.
 void Scheduler::retire(Active& a) {
   if (!cache_.enabled()) return;
   std::vector<TokenId> tokens = a.job->prompt_;
+  if (model_.splits_rows()) {
+    const int kept = a.sequence.truncate(std::min<int>(a.sequence.length(), tokens.size()));
+    tokens.resize(kept);
+    return cache_.put(std::move(a.sequence), tokens);
+  }
   const auto& generated = a.generation.generated();
   tokens.insert(tokens.end(), generated.begin(), generated.end());
   cache_.put(std::move(a.sequence), tokens);

@@ -132,7 +132,8 @@ void add_serve_command(CLI::App& app) {
     server::Scheduler scheduler(*model, tokenizer, args->scheduler, metrics);
     std::fprintf(
         stderr, "qwen3 serve: %s, %d x %d-token sequences, %s kernels, prefix cache %zu MiB%s%s\n",
-        served.name.c_str(), args->scheduler.max_seqs, served.context, model->isa(),
+        served.name.c_str(), args->scheduler.max_seqs, served.context,
+        cli::describe_kernels(*model, args->load.options).c_str(),
         args->scheduler.cache_bytes >> 20, args->spec.options.enabled() ? ", speculation: " : "",
         args->spec.describe().c_str());
     server::serve_http(args->http, served, scheduler, metrics);
