@@ -100,8 +100,9 @@ enum class KvCacheType { automatic, f32, f16, bf16 };
 // AVX512_BF16 dot products with twice the multiply-adds per instruction (faster prompts; logits
 // move by up to about 0.2: docs/precision.md). bf16 needs a CPU with AVX512_BF16. automatic: the
 // fastest within the bounds docs/precision.md measures, chosen by the row: prompt tokens' rows
-// bf16 where the CPU has AVX512_BF16 (prompts are bounded by multiply-adds), generated tokens'
-// rows f32 (decode is bounded by memory, so rounding would buy nothing); f32 everywhere else.
+// bf16 where bf16 dot products outrun float FMAs (AMD CPUs with AVX512_BF16; AMX tiles with --isa
+// amx), as prompts are bounded by multiply-adds; generated tokens' rows f32 (decode is bounded by
+// memory, so rounding would buy nothing); f32 everywhere else.
 enum class Activations { automatic, f32, bf16 };
 
 // The names front ends and messages use ("auto", "avx512", "q8", "f16", ...), and back: parse_*
@@ -202,6 +203,9 @@ class Model {
   // Those prompt tokens' rows take: isa(), or with automatic activations on a CPU with
   // AVX512_BF16 the bf16 ones ("avx512-bf16").
   const char* prompt_isa() const;
+  // With automatic activations, why prompt rows take the exact kernels on this CPU ("this CPU has
+  // no AVX512_BF16", ...); empty where they take the faster bf16 ones, or activations were given.
+  const std::string& prompt_note() const { return prompt_note_; }
   // Whether prompt tokens' rows and generated tokens' rows take different kernels: then the states
   // of generated tokens are not the bits the same tokens give as a prompt (what a cache of
   // sequences for reuse as prompts must mind).
@@ -266,6 +270,7 @@ class Model {
                 const Observer* observer);
   ModelConfig config_;
   std::string name_;
+  std::string prompt_note_;
   std::unique_ptr<Impl> impl_;
 };
 

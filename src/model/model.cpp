@@ -9,6 +9,7 @@
 
 #include "model/gguf_model.h"
 #include "model/model_impl.h"
+#include "ops/kernels.h"
 #include "qwen3/error.h"
 
 namespace qwen3 {
@@ -222,6 +223,8 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
   m->name_ = gguf ? path.stem().string() : path.filename().string();
   if (m->name_.empty()) m->name_ = path.parent_path().filename().string();
   const bool bf16_activations = options.activations == Activations::bf16;
+  if (options.activations == Activations::automatic)
+    if (const char* why = ops::rounding_choice(to_string(options.isa))) m->prompt_note_ = why;
   ops::RuntimePtr rt =
       ops::make_runtime(to_string(options.isa), options.threads, to_string(options.activations));
   // The bf16 cache comes with bf16 activations: AVX512_BF16's kernels, multiplying pairs of

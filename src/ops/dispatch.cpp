@@ -27,12 +27,21 @@ std::string_view resolve(std::string_view isa) {
 }
 }  // namespace
 
-const KernelTable* rounding_kernels(std::string_view isa) {
+const char* rounding_choice(std::string_view isa) {
   isa = resolve(isa);
-  if (!cpu_supports(isa)) return nullptr;
-  if (isa == "amx") return &amx_bf16_kernels();
-  if (isa == "avx512" && cpu_supports("avx512-bf16")) return &avx512_bf16_kernels();
+  if (!cpu_supports(isa)) return "this CPU does not support the kernels";
+  if (isa == "amx") return nullptr;
+  if (isa != "avx512") return "these kernels have no bf16 dot products";
+  if (!cpu_supports("avx512-bf16")) return "this CPU has no AVX512_BF16";
+  // Intel's cores run vdpbf16ps at half the rate of vfmadd231ps (one 16-pair product where the
+  // float units do two 16-lane ones): the same multiply-adds a cycle, so rounding buys nothing.
+  if (!__builtin_cpu_is("amd")) return "this CPU's bf16 dot products are no faster than its FMAs";
   return nullptr;
+}
+
+const KernelTable* rounding_kernels(std::string_view isa) {
+  if (rounding_choice(isa)) return nullptr;
+  return resolve(isa) == "amx" ? &amx_bf16_kernels() : &avx512_bf16_kernels();
 }
 
 const KernelTable& select_kernels(std::string_view isa, std::string_view activations) {

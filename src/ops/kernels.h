@@ -148,8 +148,10 @@ bool cpu_supports(std::string_view isa);  // "scalar", "avx2", "avx512", "avx512
 // weights' products take x): "f32" exact, "bf16" rounded for AVX512_BF16 dot products or AMX
 // tiles (an error where the CPU or the chosen isa has none).
 const KernelTable& select_kernels(std::string_view isa, std::string_view activations = "f32");
-// select_kernels(isa, "bf16") where the CPU and isa have such kernels, else null: what automatic
-// activations give prompt tokens' rows.
+// What automatic activations give prompt tokens' rows: select_kernels(isa, "bf16") where those
+// kernels are faster than the exact ones (AMX tiles; AVX512_BF16 on AMD's cores), else null, and
+// rounding_choice says why not (null when they are chosen).
 const KernelTable* rounding_kernels(std::string_view isa);
+const char* rounding_choice(std::string_view isa);
 
 }  // namespace qwen3::ops

@@ -177,7 +177,7 @@ TEST(RunCli, VerboseSaysWhichPathEachRowTakes) {
   ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
   const bool rounds = automatic.err.find("bf16 for prompt tokens") != std::string::npos;
   EXPECT_NE(automatic.err.find(rounds ? " for generated ones (--activations auto: "
-                                      : " (--activations auto: f32, exact; no AVX512_BF16"),
+                                      : " (--activations auto: exact f32 for every row, as "),
             std::string::npos)
       << automatic.err;
   auto exact = run_qwen3("run " + kTiny + " 'hi' --temp 0 -n 2 -v --exact", "", false);

@@ -75,7 +75,7 @@ TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
 // where the CPU has AVX512_BF16 (else f32), generated tokens' rows what f32 takes, and a sequence's
 // results stay the same whatever its batch holds and however many threads run it.
 TEST(Batch, AutomaticActivationsChooseByTheRowNotTheBatch) {
-  const bool rounds = ops::cpu_supports("avx512-bf16");
+  const bool rounds = ops::rounding_kernels("auto") != nullptr;
   auto model = [](Activations a, int threads = 2) {  // bf16 weights, an f32 cache for each
     return Model::load(test::tiny_model(),
                        {.threads = threads, .kv_cache = KvCacheType::f32, .activations = a});

@@ -8,7 +8,7 @@ std::string describe_kernels(const Model& model, const LoadOptions& options) {
   if (options.activations != Activations::automatic)
     return isa + " (--activations " + to_string(options.activations) + ")";
   if (prompt == isa)
-    return isa + " (--activations auto: f32, exact; no AVX512_BF16 here for faster prompts)";
+    return isa + " (--activations auto: exact f32 for every row, as " + model.prompt_note() + ")";
   return prompt + " for prompt tokens, " + isa +
          " for generated ones (--activations auto: prompts bounded by multiply-adds take bf16 dot "
          "products, within mean KL 1e-5 of exact; decode, bounded by memory, stays exact f32; "
@@ -39,8 +39,9 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
       {Activations::automatic, Activations::f32, Activations::bf16},
       "How bf16 weights' products take their input: f32 (exact), bf16 (rounded, as llama.cpp "
       "does, for AVX512_BF16 dot products: faster prompts, logits move by up to about 0.2; "
-      "needs a CPU with AVX512_BF16), or auto: bf16 for prompt tokens where the CPU has "
-      "AVX512_BF16, f32 for generated tokens and everywhere else (docs/precision.md)");
+      "needs a CPU with AVX512_BF16), or auto: bf16 for prompt tokens where bf16 dot products "
+      "outrun float ones (AMD CPUs with AVX512_BF16, --isa amx), f32 for generated tokens and "
+      "everywhere else (docs/precision.md)");
   cmd.add_flag_callback(
          "--exact", [this] { options.activations = Activations::f32; },
          "The exact float32 path (--activations f32): within 1e-5 of Hugging Face's float32 "
