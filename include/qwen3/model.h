@@ -200,8 +200,9 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const std::string& name() const { return name_; }  // folder name, or GGUF file stem
   const char* isa() const;                           // the kernels in use
-  // Those prompt tokens' rows take: isa(), or with automatic activations on a CPU with
-  // AVX512_BF16 the bf16 ones ("avx512-bf16").
+  // The kernels prompt tokens' rows take: isa(), or with automatic activations where bf16 dot
+  // products outrun float ones (AMD CPUs with AVX512_BF16, --isa amx) the bf16 ones
+  // ("avx512-bf16", "amx-bf16").
   const char* prompt_isa() const;
   // With automatic activations, why prompt rows take the exact kernels on this CPU ("this CPU has
   // no AVX512_BF16", ...); empty where they take the faster bf16 ones, or activations were given.
