@@ -45,8 +45,8 @@ std::vector<double> log_softmax(const float* row, int n) {
   return out;
 }
 
-// The figures of one position, pooled into r.
-void add_position(const float* pa, const float* pb, int V, QuantAccuracy& r) {
+// The figures of one position.
+QuantAccuracy position(const float* pa, const float* pb, int V) {
   const auto la = log_softmax(pa, V), lb = log_softmax(pb, V);
   QuantAccuracy one;
   for (int i = 0; i < V; ++i) {
@@ -56,7 +56,7 @@ void add_position(const float* pa, const float* pb, int V, QuantAccuracy& r) {
   one.max_kl = one.mean_kl;
   one.top1_agreement = argmax({pa, size_t(V)}) == argmax({pb, size_t(V)});
   one.positions = 1;
-  r.add(one);
+  return one;
 }
 
 void print(std::FILE* out, const std::string& name, const QuantAccuracy& r) {
@@ -79,8 +79,9 @@ CaseAccuracy quant_accuracy_case(Model& base, Model& quantized, const nlohmann::
   const auto a = all_logits(base, ids, prompt), b = all_logits(quantized, ids, prompt);
   CaseAccuracy r;
   for (size_t t = 0; t < ids.size(); ++t) {
-    add_position(&a[t * V], &b[t * V], V, r.all);
-    if (t + 1 >= prompt) add_position(&a[t * V], &b[t * V], V, r.choosing);
+    const QuantAccuracy one = position(&a[t * V], &b[t * V], V);
+    r.all.add(one);
+    if (t + 1 >= prompt) r.choosing.add(one);
   }
   return r;
 }
