@@ -64,11 +64,11 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs)->Unit(benchmark::kMicrosecond);
 
-// The KV cache dtype of an attention benchmark's argument (0 f32, 1 f16, 2 bf16), and a
+// The KV cache dtype of an attention benchmark's argument (0 f32, 1 f16, 2 bf16, 3 q8_0), and a
 // one-thread runtime whose kernels attend over it (bf16: AVX512_BF16's, with bf16 activations);
 // null where the CPU has none.
 DType cache_dtype(int64_t arg) {
-  return arg == 2 ? DType::bf16 : arg == 1 ? DType::f16 : DType::f32;
+  return arg == 3 ? DType::q8_0 : arg == 2 ? DType::bf16 : arg == 1 ? DType::f16 : DType::f32;
 }
 RuntimePtr attention_runtime(DType kv) {
   if (kv == DType::bf16 && !cpu_supports("avx512-bf16")) return nullptr;
@@ -99,7 +99,7 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)
     ->ArgsProduct({{128, 1024, 4096}, {0, 1, 2}, {0}})
-    ->ArgsProduct({{16384}, {0, 1}, {1}})
+    ->ArgsProduct({{16384}, {0, 1, 3}, {1}})
     ->Unit(benchmark::kMicrosecond);
 
 // A whole prompt's causal attention (its keys and values appended to the cache first), one layer,

@@ -92,9 +92,11 @@ enum class WeightQuant { none, q8, q4 };
 // How each sequence's KV cache holds keys and values: f32 exactly; f16, which halves the cache's
 // memory and what attention reads per token (decode at long contexts) at a small accuracy cost;
 // bf16, the same memory, with attention as AVX512_BF16 dot products (query and weights rounded
-// to bf16; needs bf16 activations). automatic takes bf16 with bf16 activations, else f16 for
-// quantized (q8/q4) layers, whose own error is far larger, and f32 for float ones.
-enum class KvCacheType { automatic, f32, f16, bf16 };
+// to bf16; needs bf16 activations); q8, int8 with a scale per 32 values (GGUF's Q8_0 blocks): a
+// quarter of f32's memory and reads, logits move a little more than with f16 (head_dim a multiple
+// of 32). automatic takes bf16 with bf16 activations, else f16 for quantized (q8/q4) layers,
+// whose own error is far larger, and f32 for float ones.
+enum class KvCacheType { automatic, f32, f16, bf16, q8 };
 // How products with bf16 weights take their activations: f32 exactly (widened weights, float
 // multiply-adds: within 1e-5 of a float32 reference); bf16 rounded, as llama.cpp does, for
 // AVX512_BF16 dot products with twice the multiply-adds per instruction (faster prompts; logits
@@ -225,7 +227,7 @@ class Model {
   // decode step's weight reads answer to, measured on the very memory that holds them (a file's
   // pages in the page cache, or the huge pages it was read into) rather than on fresh memory.
   double read_speed();
-  const char* kv_cache() const;  // "f32", "f16" or "bf16"
+  const char* kv_cache() const;  // "f32", "f16", "bf16" or "q8"
   // Groups of checkpoint tensors the text model does not read, e.g. Qwen3.5's vision tower
   // "model.visual.* (28 tensors)" and its multi-token-prediction head "mtp.* (15 tensors)".
   const std::vector<std::string>& unread_tensors() const;

@@ -39,19 +39,20 @@ size_t prepared_floats(int T,
 
 template <class S>
 ops::KernelTable make_table(const char* name) {
-  ops::KernelTable table{name,
-                         {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
-                         {lead_for<S, float>, lead_for<S, F16>, lead_for<S, Bf16>},
-                         {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
-                         prepared_floats<S>,
-                         S::packed_mr,
-                         {key_scores<S, float>, key_scores<S, F16>, nullptr},
-                         {weighted_sum<S, float>, weighted_sum<S, F16>, nullptr},
-                         {append_kv<S, float>, append_kv<S, F16>, nullptr},
-                         softmax<S>,
-                         rms_norm<S>,
-                         silu_mul<S>,
-                         delta_rule<S>};
+  ops::KernelTable table{
+      name,
+      {matmul<S, float>, matmul<S, F16>, matmul<S, Bf16>},
+      {lead_for<S, float>, lead_for<S, F16>, lead_for<S, Bf16>},
+      {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
+      prepared_floats<S>,
+      S::packed_mr,
+      {key_scores<S, float>, key_scores<S, F16>, nullptr, key_scores<S, Q8>},
+      {weighted_sum<S, float>, weighted_sum<S, F16>, nullptr, weighted_sum<S, Q8>},
+      {append_kv<S, float>, append_kv<S, F16>, nullptr, append_kv<S, Q8>},
+      softmax<S>,
+      rms_norm<S>,
+      silu_mul<S>,
+      delta_rule<S>};
   table.pass_rows = S::MR_batch;
   return table;
 }

@@ -8,10 +8,10 @@
 // sub, mul, div, max, min, hmax, round (to nearest), ldexp(p, n) (p x 2^n, n integral),
 // zero_below(v, x, limit) (v where x >= limit, else 0), zero(), set1, load, store, load_part(v,
 // p, lo, hi) (v with lanes [lo, hi) loaded from p; nothing outside them touched), load_f16,
-// load_pairs, bf16_even / bf16_odd (see below), deinterleave(a, b, even, odd) (the even- and the
-// odd-indexed elements of the 2 x lanes floats a, b), transpose(V[lanes]) (v[i] becomes lane i of
-// every v), fma(a, b, acc), hsum(V) (folding the lanes in halves: (i, i + lanes/2) first),
-// hsum_lanes(V[lanes]) (lane j = hsum(v[j]), bit for bit).
+// load_i8 (lanes int8 as floats), load_pairs, bf16_even / bf16_odd (see below), deinterleave(a, b,
+// even, odd) (the even- and the odd-indexed elements of the 2 x lanes floats a, b),
+// transpose(V[lanes]) (v[i] becomes lane i of every v), fma(a, b, acc), hsum(V) (folding the lanes
+// in halves: (i, i + lanes/2) first), hsum_lanes(V[lanes]) (lane j = hsum(v[j]), bit for bit).
 //
 // bf16 weights are read 2 x lanes at a time as one vector of 32-bit pairs: a shift turns the
 // even-indexed elements into floats, a mask the odd ones, with no shuffle instructions (the
@@ -29,15 +29,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "io/dtype.h"
 #include "ops/kernels.h"
+#include "ops/key_layout.h"
 
 namespace qwen3::cpu {
 
 struct Bf16 {};
 struct F16 {};
+struct Q8 {};  // a q8_0 KV cache (ops/key_layout.h)
 
 template <class S, class W>
 inline typename S::V load_w(const void* w, size_t i) {
@@ -294,16 +297,64 @@ void blocked(const float* x, int T, int K, const void* w, int lead, int n0, int 
   }
 }
 
-// Bytes of one key or value of type W (float or F16) in the cache.
+// Bytes of one key or value of type W (float, F16 or Q8: its int8) in the cache.
 template <class W>
-constexpr size_t kValueBytes = std::is_same_v<W, float> ? 4 : 2;
+constexpr size_t kValueBytes = std::is_same_v<W, float> ? 4
+                               : std::is_same_v<W, Q8>  ? 1
+                                                        : 2;
+
+template <class W>
+constexpr DType kCacheDType = std::is_same_v<W, float> ? DType::f32
+                              : std::is_same_v<W, F16> ? DType::f16
+                                                       : DType::q8_0;
+
+// Bytes of one value row in the cache, and where dimension d of value p starts in them.
+template <class W>
+size_t value_row_bytes(int D) {
+  return row_bytes(kCacheDType<W>, D);
+}
+template <class W>
+size_t value_byte_at(int p, int d, int D) {
+  return size_t(p) * value_row_bytes<W>(D) + size_t(d) * kValueBytes<W>;
+}
 
 // RB queries against NV vectors of keys from key p0 (keys blocked as key_offset, of type W:
 // float or F16): each accumulator holds `lanes` scores and takes one broadcast multiply-add per
-// dimension, in order.
+// dimension, in order. A q8_0 cache's keys: the int8 of each 32 dimensions summed the same way,
+// then times their scales, one multiply-add per group (not a multiply per key and dimension).
 template <class S, class W, int RB, int NV>
 inline void key_tile(const float* q, int ldq, int D, const void* k, int p0, float* s, int lds) {
   using V = typename S::V;
+  if constexpr (std::is_same_v<W, Q8>) {
+    // The scores build up in s, a group at a time, which leaves the registers to the group's sums.
+    const auto* bytes = static_cast<const uint8_t*>(k);
+    for (int g = 0; g < D; g += kQuantBlock) {
+      V part[RB][NV];
+      for (int r = 0; r < RB; ++r)
+        for (int c = 0; c < NV; ++c) part[r][c] = S::zero();
+      for (int d = g; d < g + kQuantBlock; ++d) {
+        _mm_prefetch(bytes + ops::q8_key_at(p0, d, D) + 16 * kPrefetchBytes, _MM_HINT_T1);
+        V kv[NV];
+        for (int c = 0; c < NV; ++c)
+          kv[c] = S::load_i8(
+              reinterpret_cast<const int8_t*>(bytes + ops::q8_key_at(p0 + c * S::lanes, d, D)));
+        for (int r = 0; r < RB; ++r) {
+          V qb = S::set1(q[size_t(r) * ldq + d]);
+          in_register(qb);
+          for (int c = 0; c < NV; ++c) part[r][c] = S::fma(qb, kv[c], part[r][c]);
+        }
+      }
+      for (int c = 0; c < NV; ++c) {
+        const V scale = S::load_f16(reinterpret_cast<const uint16_t*>(
+            bytes + ops::q8_key_scale_at(p0 + c * S::lanes, g, D)));
+        for (int r = 0; r < RB; ++r) {
+          float* out = s + size_t(r) * lds + p0 + c * S::lanes;
+          S::store(out, g ? S::fma(part[r][c], scale, S::load(out)) : S::mul(part[r][c], scale));
+        }
+      }
+    }
+    return;
+  }
   V acc[RB][NV];
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < NV; ++c) acc[r][c] = S::zero();
@@ -372,14 +423,34 @@ inline void weighted_block(const float* a, int lda, int p0, int p1, int ahead, i
       acc[r][c] = p0 ? S::load(out + size_t(r) * ldo + d + c * S::lanes) : S::zero();
   for (int p = p0; p < p1; ++p) {
     if (p + ahead < P) {
-      const char* next = static_cast<const char*>(v) + (size_t(p + ahead) * D + d) * kValueBytes<W>;
+      const char* next = static_cast<const char*>(v) + value_byte_at<W>(p + ahead, d, D);
       for (size_t l = 0; l < block_bytes; l += 64) _mm_prefetch(next + l, _MM_HINT_T1);
     }
     V vv[CH];
-    for (int c = 0; c < CH; ++c) vv[c] = load_w<S, W>(v, size_t(p) * D + d + c * S::lanes);
-    for (int r = 0; r < RB; ++r) {
-      const V av = S::set1(a[size_t(r) * lda + p]);
-      for (int c = 0; c < CH; ++c) acc[r][c] = S::fma(av, vv[c], acc[r][c]);
+    if constexpr (std::is_same_v<W, Q8>) {
+      // Each group's scale goes into the weights, one product per row and 32 values, not into
+      // every value. Blocks of 32 or more columns start on a group (d a multiple of CH * lanes).
+      const auto* row = static_cast<const uint8_t*>(v) + value_byte_at<W>(p, 0, D);
+      constexpr int per_group = kQuantBlock / S::lanes;  // vectors
+      for (int c = 0; c < CH; ++c)
+        vv[c] = S::load_i8(reinterpret_cast<const int8_t*>(row + d + c * S::lanes));
+      for (int c0 = 0; c0 < CH; c0 += per_group) {
+        uint16_t h;
+        std::memcpy(&h, row + ops::q8_value_scale_at(0, d + c0 * S::lanes, D), 2);
+        const float scale = _cvtsh_ss(h);
+        for (int r = 0; r < RB; ++r) {
+          V av = S::set1(a[size_t(r) * lda + p] * scale);
+          in_register(av);
+          for (int c = c0; c < std::min(CH, c0 + per_group); ++c)
+            acc[r][c] = S::fma(av, vv[c], acc[r][c]);
+        }
+      }
+    } else {
+      for (int c = 0; c < CH; ++c) vv[c] = load_w<S, W>(v, size_t(p) * D + d + c * S::lanes);
+      for (int r = 0; r < RB; ++r) {
+        const V av = S::set1(a[size_t(r) * lda + p]);
+        for (int c = 0; c < CH; ++c) acc[r][c] = S::fma(av, vv[c], acc[r][c]);
+      }
     }
   }
   for (int r = 0; r < RB; ++r)
@@ -391,8 +462,8 @@ template <class S, class W, int RB>
 inline void weighted_rows(const float* a, int lda, int p0, int p1, int ahead, int P, const void* v,
                           int D, float* out, int ldo) {
   // 8 vectors per pass (a whole 128-wide row of values, read contiguously: decode's one or two
-  // rows) where RB x 8 accumulators, the 8 values and the weight fit the registers; else 4.
-  constexpr int CH = RB * 8 + 8 + 1 <= S::registers ? 8 : 4;
+  // rows) where RB x 8 accumulators, the 8 values and the weight fit the registers; else 4, or 2.
+  constexpr int CH = RB * 8 + 8 + 1 <= S::registers ? 8 : RB * 4 + 4 + 1 <= S::registers ? 4 : 2;
   const int dv = D - D % S::lanes;
   int d = 0;
   for (; d + CH * S::lanes <= dv; d += CH * S::lanes)
@@ -403,7 +474,7 @@ inline void weighted_rows(const float* a, int lda, int p0, int p1, int ahead, in
     for (int dd = dv; dd < D; ++dd) {
       float acc = p0 ? out[size_t(r) * ldo + dd] : 0.0f;
       for (int p = p0; p < p1; ++p)
-        acc = std::fma(a[size_t(r) * lda + p], scalar_w<W>(v, size_t(p) * D + dd), acc);
+        acc = std::fma(a[size_t(r) * lda + p], ops::cached_value(kCacheDType<W>, v, p, dd, D), acc);
       out[size_t(r) * ldo + dd] = acc;
     }
 }
@@ -421,13 +492,15 @@ inline void weighted_rows_of(int rows, const float* a, int lda, int p0, int p1, 
 template <class S, class W>
 void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, float* out,
                   int ldo) {
-  constexpr int RB = S::weighted_rows;
+  // A q8_0 cache's values take more rows per pass: each is widened once for a group of 4 heads
+  // (Qwen3.5's), where 2 rows a pass widened it twice.
+  constexpr int RB = !std::is_same_v<W, Q8> ? S::weighted_rows : S::registers == 16 ? 4 : 6;
   // Positions in chunks of 32 KiB of values, which stay in L1/L2 while every group of RB rows and
   // every block of columns takes them, the next chunk prefetched meanwhile: a long cache is read
   // from memory once, with requests in flight, however many rows and column blocks there are.
   // Each output still adds its products in order of p.
   constexpr size_t kChunkBytes = 32 << 10;
-  const int chunk = std::max<int>(1, kChunkBytes / (D * kValueBytes<W>));
+  const int chunk = std::max<int>(1, kChunkBytes / value_row_bytes<W>(D));
   for (int p0 = 0; p0 == 0 || p0 < P; p0 += chunk) {  // P = 0 still writes zeros
     const int p1 = std::min(P, p0 + chunk);
     int r = 0;
@@ -440,21 +513,26 @@ void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, f
   }
 }
 
-// The table's append_kv for an f32 or f16 cache: a key's dimensions stored kKeyBlock apart, a
-// value as a row. (S only keeps each instruction set's copy apart.)
+// The table's append_kv: for an f32 or f16 cache a key's dimensions stored kKeyBlock apart, a
+// value as a row; a q8_0 cache's as key_layout.h quantizes them. (S only keeps each instruction
+// set's copy apart.)
 template <class S, class W>
 void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys,
                void* values) {
-  using T = std::conditional_t<std::is_same_v<W, float>, float, uint16_t>;
-  auto convert = [](float x) -> T {
-    if constexpr (std::is_same_v<W, float>) return x;
-    else return f32_to_f16(x);
-  };
-  for (int t = 0; t < n; ++t) {
-    T* key = static_cast<T*>(keys) + ops::key_offset(p0 + t, 0, D);
-    T* value = static_cast<T*>(values) + size_t(p0 + t) * D;
-    for (int d = 0; d < D; ++d) key[d * ops::kKeyBlock] = convert(k[size_t(t) * ld + d]);
-    for (int d = 0; d < D; ++d) value[d] = convert(v[size_t(t) * ld + d]);
+  if constexpr (std::is_same_v<W, Q8>) {
+    ops::append_q8(k, v, ld, n, D, p0, keys, values);
+  } else {
+    using T = std::conditional_t<std::is_same_v<W, float>, float, uint16_t>;
+    auto convert = [](float x) -> T {
+      if constexpr (std::is_same_v<W, float>) return x;
+      else return f32_to_f16(x);
+    };
+    for (int t = 0; t < n; ++t) {
+      T* key = static_cast<T*>(keys) + ops::key_offset(p0 + t, 0, D);
+      T* value = static_cast<T*>(values) + size_t(p0 + t) * D;
+      for (int d = 0; d < D; ++d) key[d * ops::kKeyBlock] = convert(k[size_t(t) * ld + d]);
+      for (int d = 0; d < D; ++d) value[d] = convert(v[size_t(t) * ld + d]);
+    }
   }
 }
 

@@ -36,11 +36,12 @@ constexpr std::array<std::pair<Isa, const char*>, 5> kIsa{{{Isa::automatic, "aut
                                                            {Isa::scalar, "scalar"}}};
 constexpr std::array<std::pair<WeightQuant, const char*>, 3> kQuant{
     {{WeightQuant::none, "none"}, {WeightQuant::q8, "q8"}, {WeightQuant::q4, "q4"}}};
-constexpr std::array<std::pair<KvCacheType, const char*>, 4> kKvCache{
+constexpr std::array<std::pair<KvCacheType, const char*>, 5> kKvCache{
     {{KvCacheType::automatic, "auto"},
      {KvCacheType::f32, "f32"},
      {KvCacheType::f16, "f16"},
-     {KvCacheType::bf16, "bf16"}}};
+     {KvCacheType::bf16, "bf16"},
+     {KvCacheType::q8, "q8"}}};
 constexpr std::array<std::pair<Activations, const char*>, 3> kActivations{
     {{Activations::automatic, "auto"}, {Activations::f32, "f32"}, {Activations::bf16, "bf16"}}};
 

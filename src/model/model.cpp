@@ -235,6 +235,11 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     throw Error(ErrorKind::unsupported,
                 m->config_.head_dim % 2 ? "a bf16 KV cache needs an even head_dim"
                                         : "a bf16 KV cache needs --activations bf16 (AVX512_BF16)");
+  if (options.kv_cache == KvCacheType::q8 && m->config_.head_dim % kQuantBlock)
+    throw Error(ErrorKind::unsupported,
+                "a q8 KV cache needs a head_dim that is a multiple of 32, "
+                "got " +
+                    std::to_string(m->config_.head_dim));
   Weights w =
       gguf ? load_gguf_weights(std::move(*gguf), m->config_, options.quant, options.keep_head)
            : load_weights(dir, m->config_, !options.mmap);
@@ -248,6 +253,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
     case KvCacheType::f32: kv = DType::f32; break;
     case KvCacheType::f16: kv = DType::f16; break;
     case KvCacheType::bf16: kv = DType::bf16; break;
+    case KvCacheType::q8: kv = DType::q8_0; break;
     case KvCacheType::automatic:
       kv = bf16_cache                             ? DType::bf16
            : is_block_quantized(any_matrix.dtype) ? DType::f16
@@ -282,7 +288,9 @@ double Model::read_speed() {
   sink = ops::read(*impl_->rt, impl_->per_token);
   return bytes / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e9;
 }
-const char* Model::kv_cache() const { return dtype_name(impl_->kv_cache); }
+const char* Model::kv_cache() const {
+  return impl_->kv_cache == DType::q8_0 ? "q8" : dtype_name(impl_->kv_cache);
+}
 const std::vector<std::string>& Model::unread_tensors() const { return impl_->w.unread; }
 const std::vector<std::string>& Model::load_notes() const { return impl_->w.notes; }
 

@@ -82,12 +82,11 @@ bool same_layers(const Sequence::State& a, const Sequence::State& b) {
   if (a.length != b.length || a.layer.size() != b.layer.size() || a.kv_dtype != b.kv_dtype ||
       a.kv_heads != b.kv_heads || a.head_dim != b.head_dim)
     return false;
-  const size_t element = row_bytes(a.kv_dtype, 1);
-  const auto same_element = [&](const detail::CacheBlock& x, int x_capacity,
-                                const detail::CacheBlock& y, int y_capacity, int g, size_t at) {
-    return std::memcmp(&x[(size_t(g) * x_capacity * a.head_dim + at) * element],
-                       &y[(size_t(g) * y_capacity * a.head_dim + at) * element], element) == 0;
+  const DType kv = a.kv_dtype;
+  const auto head = [&](const detail::CacheBlock& c, int capacity, int g) {
+    return &c[row_bytes(kv, size_t(g) * capacity * a.head_dim)];
   };
+  const auto same = [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; };
   for (size_t i = 0; i < a.layer.size(); ++i) {
     const LayerState &x = a.layer[i], &y = b.layer[i];
     if (x.mixer != y.mixer || x.rec != y.rec) return false;
@@ -95,10 +94,10 @@ bool same_layers(const Sequence::State& a, const Sequence::State& b) {
     for (int g = 0; g < a.kv_heads; ++g)
       for (int p = 0; p < a.length; ++p)
         for (int d = 0; d < a.head_dim; ++d) {
-          if (!same_element(x.kv.k, a.capacity, y.kv.k, b.capacity, g,
-                            ops::key_offset(a.kv_dtype, p, d, a.head_dim)) ||
-              !same_element(x.kv.v, a.capacity, y.kv.v, b.capacity, g,
-                            ops::value_offset(a.kv_dtype, p, d, a.head_dim)))
+          if (!same(ops::cached_key(kv, head(x.kv.k, a.capacity, g), p, d, a.head_dim),
+                    ops::cached_key(kv, head(y.kv.k, b.capacity, g), p, d, a.head_dim)) ||
+              !same(ops::cached_value(kv, head(x.kv.v, a.capacity, g), p, d, a.head_dim),
+                    ops::cached_value(kv, head(y.kv.v, b.capacity, g), p, d, a.head_dim)))
             return false;
         }
   }
@@ -195,10 +194,9 @@ void Sequence::State::reserve(int tokens) {
   // Whole blocks of keys (ops/key_layout.h): a head's first positions keep their place as it grows.
   const int grown_capacity =
       ops::whole_key_blocks(std::min(max_context, std::max(tokens, capacity + kGrowTokens)));
-  const size_t element = row_bytes(kv_dtype, 1);
-  const size_t old_head = size_t(capacity) * head_dim * element;
-  const size_t new_head = size_t(grown_capacity) * head_dim * element;
-  const size_t used = size_t(ops::whole_key_blocks(length)) * head_dim * element;
+  const size_t old_head = row_bytes(kv_dtype, size_t(capacity) * head_dim);
+  const size_t new_head = row_bytes(kv_dtype, size_t(grown_capacity) * head_dim);
+  const size_t used = row_bytes(kv_dtype, size_t(ops::whole_key_blocks(length)) * head_dim);
   for (LayerState& l : layer)
     for (auto* cache : {&l.kv.k, &l.kv.v}) {
       if (l.mixer != Mixer::attention) continue;
@@ -218,8 +216,7 @@ size_t Sequence::bytes() const {
   };
   // An attention layer's keys and values: room for `capacity` positions, whatever the length.
   const auto kv_bytes = [](const State& state) {
-    return size_t(state.capacity) * state.kv_heads * state.head_dim * row_bytes(state.kv_dtype, 1) *
-           2;
+    return row_bytes(state.kv_dtype, size_t(state.capacity) * state.head_dim) * state.kv_heads * 2;
   };
   size_t n = 0;
   for (const LayerState& l : s.layer)

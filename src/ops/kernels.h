@@ -31,6 +31,9 @@ using QuantMatmulKernel = void (*)(const int8_t* xq, const float* xd, const int3
 // modulo kLeadPeriod gives the same bits (qwen3 quantize --keep-head's float tensors).
 constexpr size_t kLeadPeriod = 64;
 
+// The KV cache dtypes, the first DTypes: f32, f16, bf16, q8_0.
+constexpr int kCacheTypes = int(DType::q8_0) + 1;
+
 struct KernelTable {
   const char* name;
   // Indexed by DType: f32, f16, bf16. Each reads x as prepare_x of its dtype writes it for the
@@ -47,25 +50,25 @@ struct KernelTable {
   int tile_rows;  // rows per token tile of prepared x: splits at its multiples keep tiles whole
   // The attention kernels, indexed by the KV cache's DType: f32, f16 (widened as read), bf16
   // (null where the table has no bf16 dot products: q and a are rounded to bf16 and multiplied in
-  // pairs, as key_layout.h lays the cache out).
+  // pairs, as key_layout.h lays the cache out), q8_0 (int8 times its group's scale, as read).
   // s[r * lds + p] = dot(q[r * ldq, :D], key p) for r < R and p < P rounded up to kKeyBlock (the
   // last block's spare positions score whatever they hold), keys blocked as key_offset. Each
   // score is one multiply-add per dimension (or pair), in order of d: it depends on its query and
   // key only.
-  void (*key_scores[3])(const float* q, int ldq, int R, int D, const void* k, int P, float* s,
-                        int lds);
+  void (*key_scores[kCacheTypes])(const float* q, int ldq, int R, int D, const void* k, int P,
+                                  float* s, int lds);
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D] (value_offset),
   // out [R, ldo]. Each output is one multiply-add per p (or pair), in order of p, so it depends on
   // nothing but its row.
-  void (*weighted_sum[3])(const float* a, int lda, int R, int P, const void* v, int D, float* out,
-                          int ldo);
+  void (*weighted_sum[kCacheTypes])(const float* a, int lda, int R, int P, const void* v, int D,
+                                    float* out, int ldo);
   // n tokens' keys and values of one head (rows of D floats, ld apart) stored at positions p0 ..
   // p0 + n - 1 of the head's cache (keys, values: its position 0), converted to the cache's dtype
   // and laid out as key_offset and value_offset say; null where key_scores is. For bf16, rounded
   // to nearest even as the bf16 kernels round their other factor (AVX512_BF16 rounds denormals to
   // 0, which its dot products would read them as anyway).
-  void (*append_kv[3])(const float* k, const float* v, int ld, int n, int D, int p0, void* keys,
-                       void* values);
+  void (*append_kv[kCacheTypes])(const float* k, const float* v, int ld, int n, int D, int p0,
+                                 void* keys, void* values);
   // s[:n] = softmax(scale * s[:n]), in place. The SIMD kernels use their own exp (a few ulp off
   // std::exp), lanes in an order fixed by n.
   void (*softmax)(float* s, int n, float scale);

@@ -49,7 +49,7 @@ void key_scores(const float* q, int ldq, int R, int D, const void* k, int P, flo
     for (int p = 0; p < padded; ++p) {
       float acc = 0;
       for (int d = 0; d < D; ++d)
-        acc += factor<T>(q[size_t(r) * ldq + d]) * weight_at<T>(k, key_offset(T, p, d, D));
+        acc += factor<T>(q[size_t(r) * ldq + d]) * cached_key(T, k, p, d, D);
       s[size_t(r) * lds + p] = acc;
     }
 }
@@ -61,7 +61,7 @@ void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, f
     for (int d = 0; d < D; ++d) {
       float acc = 0;
       for (int p = 0; p < P; ++p)
-        acc += factor<T>(a[size_t(r) * lda + p]) * weight_at<T>(v, value_offset(T, p, d, D));
+        acc += factor<T>(a[size_t(r) * lda + p]) * cached_value(T, v, p, d, D);
       out[size_t(r) * ldo + d] = acc;
     }
 }
@@ -69,17 +69,22 @@ void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, f
 template <DType T>
 void append_kv(const float* k, const float* v, int ld, int n, int D, int p0, void* keys,
                void* values) {
-  using Stored = std::conditional_t<T == DType::f32, float, uint16_t>;
-  auto convert = [](float x) -> Stored {
-    if constexpr (T == DType::f32) return x;
-    else if constexpr (T == DType::f16) return f32_to_f16(x);
-    else return f32_to_bf16(x);
-  };
-  for (int t = 0; t < n; ++t)
-    for (int d = 0; d < D; ++d) {
-      static_cast<Stored*>(keys)[key_offset(T, p0 + t, d, D)] = convert(k[size_t(t) * ld + d]);
-      static_cast<Stored*>(values)[value_offset(T, p0 + t, d, D)] = convert(v[size_t(t) * ld + d]);
-    }
+  if constexpr (T == DType::q8_0) {
+    append_q8(k, v, ld, n, D, p0, keys, values);
+  } else {
+    using Stored = std::conditional_t<T == DType::f32, float, uint16_t>;
+    auto convert = [](float x) -> Stored {
+      if constexpr (T == DType::f32) return x;
+      else if constexpr (T == DType::f16) return f32_to_f16(x);
+      else return f32_to_bf16(x);
+    };
+    for (int t = 0; t < n; ++t)
+      for (int d = 0; d < D; ++d) {
+        static_cast<Stored*>(keys)[key_offset(T, p0 + t, d, D)] = convert(k[size_t(t) * ld + d]);
+        static_cast<Stored*>(values)[value_offset(T, p0 + t, d, D)] =
+            convert(v[size_t(t) * ld + d]);
+      }
+  }
 }
 
 void softmax(float* s, int n, float scale) {
@@ -116,20 +121,23 @@ void delta_rule(float* st, int dk, int dv, const float* q, const float* k, const
 }  // namespace
 
 const KernelTable& reference_kernels() {
-  static const KernelTable table = with_reference_quant(
-      {"scalar",
-       {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
-       {lead, lead, lead},
-       {prepare_x, prepare_x, prepare_x},
-       prepared_floats,
-       1,
-       {key_scores<DType::f32>, key_scores<DType::f16>, key_scores<DType::bf16>},
-       {weighted_sum<DType::f32>, weighted_sum<DType::f16>, weighted_sum<DType::bf16>},
-       {append_kv<DType::f32>, append_kv<DType::f16>, append_kv<DType::bf16>},
-       softmax,
-       rms_norm,
-       silu_mul,
-       delta_rule});
+  static const KernelTable table =
+      with_reference_quant({"scalar",
+                            {matmul<DType::f32>, matmul<DType::f16>, matmul<DType::bf16>},
+                            {lead, lead, lead},
+                            {prepare_x, prepare_x, prepare_x},
+                            prepared_floats,
+                            1,
+                            {key_scores<DType::f32>, key_scores<DType::f16>,
+                             key_scores<DType::bf16>, key_scores<DType::q8_0>},
+                            {weighted_sum<DType::f32>, weighted_sum<DType::f16>,
+                             weighted_sum<DType::bf16>, weighted_sum<DType::q8_0>},
+                            {append_kv<DType::f32>, append_kv<DType::f16>, append_kv<DType::bf16>,
+                             append_kv<DType::q8_0>},
+                            softmax,
+                            rms_norm,
+                            silu_mul,
+                            delta_rule});
   return table;
 }
 

@@ -162,6 +162,10 @@ TEST(RunCli, BadArgumentsExitNonZeroWithOneLine) {
        "error: --activations excludes --exact"},
       {"run " + kTiny + " 'hi' --activations f16",
        "error: --activations: f16 not in {auto,f32,bf16}"},
+      {"run " + kTiny + " 'hi' --kv-cache q8",
+       "error: a q8 KV cache needs a head_dim that is a multiple of 32, got 16"},
+      {"run " + kTiny + " 'hi' --kv-cache q4",
+       "error: --kv-cache: q4 not in {auto,f32,f16,bf16,q8}"},
   };
   for (auto& c : cases) {
     auto run = run_qwen3(c.args, "", false);

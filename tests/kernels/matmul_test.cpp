@@ -10,6 +10,7 @@
 
 #include "io/quant_blocks.h"
 #include "ops/kernels.h"
+#include "ops/key_layout.h"
 #include "ops/ops.h"
 #include "qwen3/error.h"
 
@@ -505,6 +506,95 @@ TEST(VectorKernels, AppendMatchesReference) {
             ASSERT_EQ(got_k, want_k) << "keys, " << where;
             ASSERT_EQ(got_v, want_v) << "values, " << where;
           }
+}
+
+// A q8_0 cache: every table appends the reference's bytes (in one call or in pieces from any
+// position), each value within half a step of its group's scale (plus the scale's f16 rounding)
+// of what went in, and the scores and weighted sums over it within a dot product's rounding of
+// the reference's, a query's scores the same bits alone or among others.
+TEST(VectorKernels, Q8CacheMatchesReference) {
+  const float eps = std::numeric_limits<float>::epsilon();
+  std::mt19937 rng(6);
+  std::normal_distribution<float> g(0, 1);
+  for (const KernelTable* kt : simd_tables())
+    for (int D : {32, 64, 128, 256})
+      for (int P : {1, 15, 16, 17, 100, 300}) {
+        const DType q8 = DType::q8_0;
+        const int padded = whole_key_blocks(P), R = 13, ldq = D + 1, lds = padded + 3, lda = P + 3,
+                  ldo = D + 2, kv = int(q8);
+        std::vector<float> k(size_t(P) * D), v(size_t(P) * D), q(size_t(R) * ldq),
+            a(size_t(R) * lda);
+        for (auto* x : {&k, &v, &q, &a})
+          for (auto& e : *x) e = g(rng);
+        k[5 % k.size()] = 40.0f;  // an outlier: its group's other values get a coarser step
+        std::vector<uint8_t> want_k(row_bytes(q8, size_t(padded) * D), 0x5a), want_v = want_k;
+        std::vector<uint8_t> got_k = want_k, got_v = want_v;
+        reference_kernels().append_kv[kv](k.data(), v.data(), D, P, D, 0, want_k.data(),
+                                          want_v.data());
+        const int split = P / 3;
+        kt->append_kv[kv](k.data(), v.data(), D, split, D, 0, got_k.data(), got_v.data());
+        kt->append_kv[kv](k.data() + size_t(split) * D, v.data() + size_t(split) * D, D, P - split,
+                          D, split, got_k.data(), got_v.data());
+        const std::string where =
+            std::string(kt->name) + ", D " + std::to_string(D) + ", P " + std::to_string(P);
+        ASSERT_EQ(got_k, want_k) << "keys, " << where;
+        ASSERT_EQ(got_v, want_v) << "values, " << where;
+        for (int p = 0; p < P; ++p)
+          for (int d0 = 0; d0 < D; d0 += 32) {
+            float kmax = 0, vmax = 0;
+            for (int d = d0; d < d0 + 32; ++d)
+              kmax = std::max(kmax, std::abs(k[size_t(p) * D + d])),
+              vmax = std::max(vmax, std::abs(v[size_t(p) * D + d]));
+            for (int d = d0; d < d0 + 32; ++d) {
+              ASSERT_NEAR(cached_key(q8, got_k.data(), p, d, D), k[size_t(p) * D + d],
+                          kmax * (0.5f / 127 + 1.0f / 1024))
+                  << where << " key " << p << " " << d;
+              ASSERT_NEAR(cached_value(q8, got_v.data(), p, d, D), v[size_t(p) * D + d],
+                          vmax * (0.5f / 127 + 1.0f / 1024))
+                  << where << " value " << p << " " << d;
+            }
+          }
+        // Scores over every whole block (the spare positions hold what the appends left there).
+        for (int p = P; p < padded; ++p)
+          reference_kernels().append_kv[kv](k.data(), v.data(), D, 1, D, p, got_k.data(),
+                                            got_v.data());
+        std::vector<float> want(size_t(R) * lds, -777.0f), got = want;
+        reference_kernels().key_scores[kv](q.data(), ldq, R, D, got_k.data(), P, want.data(), lds);
+        kt->key_scores[kv](q.data(), ldq, R, D, got_k.data(), P, got.data(), lds);
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < padded; ++p) {
+            float sum_abs = 0;
+            for (int d = 0; d < D; ++d)
+              sum_abs += std::abs(q[size_t(r) * ldq + d] * cached_key(q8, got_k.data(), p, d, D));
+            ASSERT_NEAR(got[size_t(r) * lds + p], want[size_t(r) * lds + p], 2 * D * eps * sum_abs)
+                << where << " score r " << r << " p " << p;
+          }
+        for (int rows : {1, 2, 3, 7}) {
+          std::vector<float> part(size_t(rows) * lds);
+          kt->key_scores[kv](q.data(), ldq, rows, D, got_k.data(), P, part.data(), lds);
+          for (int r = 0; r < rows; ++r)
+            for (int p = 0; p < padded; ++p)
+              ASSERT_EQ(part[size_t(r) * lds + p], got[size_t(r) * lds + p])
+                  << where << " rows " << rows;
+        }
+        std::vector<float> want_out(size_t(R) * ldo, -777.0f), got_out = want_out;
+        reference_kernels().weighted_sum[kv](a.data(), lda, R, P, got_v.data(), D, want_out.data(),
+                                             ldo);
+        kt->weighted_sum[kv](a.data(), lda, R, P, got_v.data(), D, got_out.data(), ldo);
+        for (int r = 0; r < R; ++r)
+          for (int d = 0; d < ldo; ++d) {
+            const size_t i = size_t(r) * ldo + d;
+            if (d >= D) {
+              ASSERT_EQ(got_out[i], -777.0f) << where << " wrote past its row";
+              continue;
+            }
+            float sum_abs = 0;
+            for (int p = 0; p < P; ++p)
+              sum_abs += std::abs(a[size_t(r) * lda + p] * cached_value(q8, got_v.data(), p, d, D));
+            ASSERT_NEAR(got_out[i], want_out[i], 2 * P * eps * sum_abs)
+                << where << " weighted r " << r << " d " << d;
+          }
+      }
 }
 
 // exp is the kernels' own (Cephes' expf): within a few ulp of std::exp, exactly 0 far below.

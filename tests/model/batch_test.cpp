@@ -1,6 +1,9 @@
 // A sequence's logits are bit-identical alone or batched with others, and for any thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <numeric>
 
 #include "ops/kernels.h"
@@ -10,6 +13,9 @@
 
 namespace qwen3 {
 namespace {
+
+// Qwen3-MoE's fixture: head_dim 32, as a q8 cache needs (the dense fixtures' is 16).
+std::filesystem::path moe_model() { return test::fixtures() / "models" / "qwen3moe-tiny"; }
 
 std::vector<TokenId> prompt(int n, int salt) {
   std::vector<TokenId> ids(n);
@@ -35,11 +41,11 @@ std::vector<float> run_alone(Model& m, const std::vector<TokenId>& p) {
 
 TEST(Batch, SequencesAreBitIdenticalAloneOrTogether) {
   std::vector<std::pair<std::string, std::string>> cases = {
-      {"scalar", "f32"}, {"auto", "f32"}, {"auto", "f16"}};
+      {"scalar", "f32"}, {"auto", "f32"}, {"auto", "f16"}, {"scalar", "q8"}, {"auto", "q8"}};
   if (ops::cpu_supports("avx512-bf16")) cases.push_back({"auto", "bf16"});  // with bf16 activations
   for (auto [isa, kv_cache] : cases) {
     auto m =
-        Model::load(test::untied_model(),
+        Model::load(kv_cache == "q8" ? moe_model() : test::untied_model(),  // q8: head_dim 32
                     {.threads = 2,
                      .isa = parse_isa(isa),
                      .kv_cache = parse_kv_cache_type(kv_cache),
@@ -219,7 +225,30 @@ TEST(Batch, AnF16CacheHoldsHalfTheBytesAndStaysWithItsModel) {
   BatchItem wrong{&a, one, false};
   EXPECT_THROW(f16->step({&wrong, 1}), Error)
       << "a sequence of f32 cache stepped by an f16-cache model";
-  EXPECT_THROW(parse_kv_cache_type("q8"), Error);
+  EXPECT_THROW(parse_kv_cache_type("q4"), Error);
+}
+
+// A q8 cache: 34 bytes for 32 values (a quarter of f32's and 1/16 more), logits near the f32
+// cache's, and a clear error where head_dim is not a multiple of its 32-value groups.
+TEST(Batch, AQ8CacheHoldsAQuarterOfTheBytesNearTheF32Logits) {
+  auto f32 = Model::load(moe_model(), {.kv_cache = KvCacheType::f32});
+  auto q8 = Model::load(moe_model(), {.kv_cache = KvCacheType::q8});
+  EXPECT_STREQ(q8->kv_cache(), "q8");
+  auto p = prompt(60, 4);
+  Sequence a(*f32), b(*q8);
+  BatchItem ia{&a, p, false}, ib{&b, p, false};
+  const auto la = f32->step({&ia, 1})[0], lb = q8->step({&ib, 1})[0];
+  EXPECT_EQ(a.bytes() * 34, b.bytes() * 128);
+  float most = 0;
+  for (size_t i = 0; i < la.size(); ++i) most = std::max(most, std::abs(la[i] - lb[i]));
+  EXPECT_GT(most, 0.0f);  // the cache does round (0.038 measured)
+  EXPECT_LT(most, 0.057f) << "largest logit difference from the f32 cache";
+  try {
+    Model::load(test::untied_model(), {.kv_cache = KvCacheType::q8});
+    ADD_FAILURE() << "a q8 cache with head_dim 16";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Batch, TheDefaultCacheIsF16ForQuantizedLayersOnly) {

@@ -28,12 +28,13 @@ void LoadFlags::add_to(CLI::App& cmd, bool with_threads) {
                "With --quant: keep embed_tokens and lm_head in their file dtype");
   add_enum_option(
       cmd, "--kv-cache", options.kv_cache,
-      {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16},
+      {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16,
+       KvCacheType::q8},
       "KV cache element type: f32 (exact), f16 (half the memory and attention reads: faster decode "
-      "at "
-      "long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
-      "AVX512_BF16 dot products; needs --activations bf16), or auto: bf16 with --activations bf16, "
-      "else f16 for q8/q4 weights (lost in their quantization error), f32 for float ones");
+      "at long contexts; logits move by about 1e-3 to 1e-2), bf16 (the same memory, attention as "
+      "AVX512_BF16 dot products; needs --activations bf16), q8 (int8 with a scale per 32 values: "
+      "about a quarter of f32's memory and reads), or auto: bf16 with --activations bf16, else f16 "
+      "for q8/q4 weights (lost in their quantization error), f32 for float ones");
   auto* activations = add_enum_option(
       cmd, "--activations", options.activations,
       {Activations::automatic, Activations::f32, Activations::bf16},

@@ -72,8 +72,9 @@ void add_quant_eval_command(CLI::App& app) {
                   "f32, bf16 or auto: how the evaluated model's bf16 products take x (auto: "
                   "bf16 for the prompt, f32 for the continuation, where the CPU has AVX512_BF16)");
   add_enum_option(*cmd, "--kv-cache", a->kv_cache,
-                  {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16},
-                  "The evaluated model's KV cache: auto (as run's), f32, f16 or bf16");
+                  {KvCacheType::automatic, KvCacheType::f32, KvCacheType::f16, KvCacheType::bf16,
+                   KvCacheType::q8},
+                  "The evaluated model's KV cache: auto (as run's), f32, f16, bf16 or q8");
   cmd->add_flag("--keep-head", a->keep_head,
                 "Keep embed_tokens and lm_head in their original dtype");
   cmd->add_option("-t,--threads", a->threads, "Threads (0 = one per core)");
@@ -85,7 +86,7 @@ void add_quant_eval_command(CLI::App& app) {
         (a->kv_cache == KvCacheType::automatic || a->kv_cache == KvCacheType::f32))
       throw Error(ErrorKind::invalid_argument,
                   "nothing to evaluate: give --type q8|q4, --activations bf16|auto or --kv-cache "
-                  "f16|bf16");
+                  "f16|bf16|q8");
     auto base = Model::load(a->model, {.threads = a->threads, .activations = Activations::f32});
     auto quant = Model::load(a->model, {.threads = a->threads,
                                         .quant = a->type,

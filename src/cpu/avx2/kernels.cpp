@@ -42,6 +42,10 @@ struct Avx2 {
   static V load_f16(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  static V load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
   // v[i] = lane i of v[0 .. 7]: in-lane pairs, then pairs of pairs, then the 128-bit halves.
   static void transpose(V v[8]) {
     V a[8], b[8];

@@ -43,6 +43,10 @@ struct Avx512 {
   static V load_f16(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  static V load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   // v[i] = lane i of v[0 .. 15]: in-lane pairs, then pairs of pairs, then 128-bit blocks twice.
   static void transpose(V v[16]) {
     V a[16], b[16];
