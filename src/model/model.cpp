@@ -237,8 +237,7 @@ std::unique_ptr<Model> Model::load(const std::filesystem::path& dir, const LoadO
                                         : "a bf16 KV cache needs --activations bf16 (AVX512_BF16)");
   if (options.kv_cache == KvCacheType::q8 && m->config_.head_dim % kQuantBlock)
     throw Error(ErrorKind::unsupported,
-                "a q8 KV cache needs a head_dim that is a multiple of 32, "
-                "got " +
+                "a q8 KV cache needs a head_dim that is a multiple of 32, got " +
                     std::to_string(m->config_.head_dim));
   Weights w =
       gguf ? load_gguf_weights(std::move(*gguf), m->config_, options.quant, options.keep_head)

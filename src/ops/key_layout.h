@@ -44,13 +44,16 @@ inline size_t value_offset(DType kv, int p, int d, int head_dim) {
 
 // A q8_0 cache's bytes: where the int8 of dimension d of key or value p sits in one head's part,
 // and where the f16 scale of its 32 dimensions does.
+inline size_t q8_key_block_bytes(int head_dim) {
+  return row_bytes(DType::q8_0, size_t(head_dim) * kKeyBlock);
+}
 inline size_t q8_key_at(int p, int d, int head_dim) {
-  return size_t(p / kKeyBlock) * head_dim * (kKeyBlock + kKeyBlock / 16) + size_t(d) * kKeyBlock +
+  return size_t(p / kKeyBlock) * q8_key_block_bytes(head_dim) + size_t(d) * kKeyBlock +
          p % kKeyBlock;
 }
 inline size_t q8_key_scale_at(int p, int d, int head_dim) {
-  return size_t(p / kKeyBlock) * head_dim * (kKeyBlock + kKeyBlock / 16) +
-         size_t(head_dim) * kKeyBlock + (size_t(d / kQuantBlock) * kKeyBlock + p % kKeyBlock) * 2;
+  return size_t(p / kKeyBlock) * q8_key_block_bytes(head_dim) + size_t(head_dim) * kKeyBlock +
+         (size_t(d / kQuantBlock) * kKeyBlock + p % kKeyBlock) * 2;
 }
 inline size_t q8_value_row_bytes(int head_dim) { return row_bytes(DType::q8_0, head_dim); }
 inline size_t q8_value_at(int p, int d, int head_dim) {
@@ -63,13 +66,13 @@ inline size_t q8_value_scale_at(int p, int d, int head_dim) {
 // One group of 32 values as a q8_0 cache stores them: the f16 scale of the largest magnitude
 // over 127, each value the nearest multiple of that scale (ties to even). Every kernel set's
 // appends call this, so a cache holds the same bytes whichever wrote it.
-inline uint16_t quantize_q8_group(const float* x, size_t stride, int8_t* q) {
+inline uint16_t quantize_q8_group(const float* x, int8_t* q) {
   float amax = 0;
-  for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::abs(x[i * stride]));
+  for (int i = 0; i < kQuantBlock; ++i) amax = std::max(amax, std::abs(x[i]));
   const uint16_t scale = f32_to_f16(amax / 127);
   const float d = f16_to_f32(scale);
   for (int i = 0; i < kQuantBlock; ++i)
-    q[i] = d ? int8_t(std::clamp(std::nearbyint(x[i * stride] / d), -127.0f, 127.0f)) : 0;
+    q[i] = d ? int8_t(std::clamp(std::nearbyint(x[i] / d), -127.0f, 127.0f)) : 0;
   return scale;
 }
 
@@ -97,10 +100,10 @@ inline void append_q8(const float* k, const float* v, int ld, int n, int head_di
     const int p = p0 + t;
     for (int d = 0; d < head_dim; d += kQuantBlock) {
       int8_t q[kQuantBlock];
-      uint16_t scale = quantize_q8_group(k + size_t(t) * ld + d, 1, q);
+      uint16_t scale = quantize_q8_group(k + size_t(t) * ld + d, q);
       for (int i = 0; i < kQuantBlock; ++i) kb[q8_key_at(p, d + i, head_dim)] = uint8_t(q[i]);
       std::memcpy(kb + q8_key_scale_at(p, d, head_dim), &scale, 2);
-      scale = quantize_q8_group(v + size_t(t) * ld + d, 1, q);
+      scale = quantize_q8_group(v + size_t(t) * ld + d, q);
       std::memcpy(vb + q8_value_at(p, d, head_dim), q, kQuantBlock);
       std::memcpy(vb + q8_value_scale_at(p, d, head_dim), &scale, 2);
     }
