@@ -85,7 +85,7 @@ void BM_Attention(benchmark::State& state) {
   if (!rt) return state.SkipWithError("no AVX512_BF16 on this CPU");
   const size_t bytes = row_bytes(kv, size_t(P) * Hkv * Dh);
   std::vector<float> q(H * Dh, 0.1f), out(H * Dh);
-  std::vector<uint8_t> k(bytes), v(bytes);  // zeros in any dtype
+  io::Buffer<uint8_t> k(bytes), v(bytes);  // zeros in any dtype; huge pages, as a Sequence's
   std::vector<float> new_k(Hkv * Dh, 0.2f),
       new_v(Hkv * Dh, 0.3f);  // the token's own, appended at P - 1
   for (auto _ : state) {

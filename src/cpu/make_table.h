@@ -46,7 +46,7 @@ ops::KernelTable make_table(const char* name) {
       {prepare_x<S, float>, prepare_x<S, F16>, prepare_x<S, Bf16>},
       prepared_floats<S>,
       S::packed_mr,
-      {key_scores<S, float>, key_scores<S, F16>, nullptr, key_scores<S, Q8>},
+      {key_scores<S, float>, key_scores<S, F16>, nullptr, nullptr},  // q8_0: q8_key_scores.h
       {weighted_sum<S, float>, weighted_sum<S, F16>, nullptr, weighted_sum<S, Q8>},
       {append_kv<S, float>, append_kv<S, F16>, nullptr, append_kv<S, Q8>},
       softmax<S>,

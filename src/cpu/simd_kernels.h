@@ -308,58 +308,24 @@ constexpr DType kCacheDType = std::is_same_v<W, float> ? DType::f32
                               : std::is_same_v<W, F16> ? DType::f16
                                                        : DType::q8_0;
 
-// Bytes of one value row in the cache, and where dimension d of value p starts in them.
-template <class W>
-size_t value_row_bytes(int D) {
-  return row_bytes(kCacheDType<W>, D);
-}
+// Where dimension d of value p starts in the cache's bytes.
 template <class W>
 size_t value_byte_at(int p, int d, int D) {
-  return size_t(p) * value_row_bytes<W>(D) + size_t(d) * kValueBytes<W>;
+  if constexpr (std::is_same_v<W, Q8>) return ops::q8_value_at(p, d, D);
+  else return (size_t(p) * D + d) * kValueBytes<W>;
 }
 
 // RB queries against NV vectors of keys from key p0 (keys blocked as key_offset, of type W:
 // float or F16): each accumulator holds `lanes` scores and takes one broadcast multiply-add per
-// dimension, in order. A q8_0 cache's keys: the int8 of each 32 dimensions summed the same way,
-// then times their scales, one multiply-add per group (not a multiply per key and dimension).
+// dimension, in order. (A q8_0 cache's scores are integer dot products: q8_key_scores.h.)
 template <class S, class W, int RB, int NV>
 inline void key_tile(const float* q, int ldq, int D, const void* k, int p0, float* s, int lds) {
   using V = typename S::V;
-  if constexpr (std::is_same_v<W, Q8>) {
-    // The scores build up in s, a group at a time, which leaves the registers to the group's sums.
-    const auto* bytes = static_cast<const uint8_t*>(k);
-    for (int g = 0; g < D; g += kQuantBlock) {
-      V part[RB][NV];
-      for (int r = 0; r < RB; ++r)
-        for (int c = 0; c < NV; ++c) part[r][c] = S::zero();
-      for (int d = g; d < g + kQuantBlock; ++d) {
-        _mm_prefetch(bytes + ops::q8_key_at(p0, d, D) + 16 * kPrefetchBytes, _MM_HINT_T1);
-        V kv[NV];
-        for (int c = 0; c < NV; ++c)
-          kv[c] = S::load_i8(
-              reinterpret_cast<const int8_t*>(bytes + ops::q8_key_at(p0 + c * S::lanes, d, D)));
-        for (int r = 0; r < RB; ++r) {
-          V qb = S::set1(q[size_t(r) * ldq + d]);
-          in_register(qb);
-          for (int c = 0; c < NV; ++c) part[r][c] = S::fma(qb, kv[c], part[r][c]);
-        }
-      }
-      for (int c = 0; c < NV; ++c) {
-        const V scale = S::load_f16(reinterpret_cast<const uint16_t*>(
-            bytes + ops::q8_key_scale_at(p0 + c * S::lanes, g, D)));
-        for (int r = 0; r < RB; ++r) {
-          float* out = s + size_t(r) * lds + p0 + c * S::lanes;
-          S::store(out, g ? S::fma(part[r][c], scale, S::load(out)) : S::mul(part[r][c], scale));
-        }
-      }
-    }
-    return;
-  }
   V acc[RB][NV];
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < NV; ++c) acc[r][c] = S::zero();
   for (int d = 0; d < D; ++d) {
-    // The tile reads its keys as one sequential stream; keep 16 KiB of it in flight into L2, as
+    // The tile reads its keys as one sequential stream; keep 8 KiB of it in flight into L2, as
     // the weights' kernels do (prefetches past the cache's end are dropped, never fault).
     _mm_prefetch(static_cast<const char*>(k) + ops::key_offset(p0, d, D) * kValueBytes<W> +
                      16 * kPrefetchBytes,
@@ -376,27 +342,34 @@ inline void key_tile(const float* q, int ldq, int D, const void* k, int p0, floa
     for (int c = 0; c < NV; ++c) S::store(s + size_t(r) * lds + p0 + c * S::lanes, acc[r][c]);
 }
 
-// key_tile for rows (1 .. RB) and vectors (1 .. NV) known only at run time.
-template <class S, class W, int RB, int NV>
-inline void key_tile_of(int rows, int nv, const float* q, int ldq, int D, const void* k, int p0,
-                        float* s, int lds) {
+// tile.template operator()<rb, nv>(r, p0) for rows (1 .. RB) and vectors (1 .. NV) known only
+// at run time.
+template <int RB, int NV, class Tile>
+inline void tile_of(int rows, int nv, const Tile& tile, int r, int p0) {
   if constexpr (RB > 0 && NV > 0) {
-    if (rows < RB) return key_tile_of<S, W, RB - 1, NV>(rows, nv, q, ldq, D, k, p0, s, lds);
-    if (nv < NV) return key_tile_of<S, W, RB, NV - 1>(rows, nv, q, ldq, D, k, p0, s, lds);
-    key_tile<S, W, RB, NV>(q, ldq, D, k, p0, s, lds);
+    if (rows < RB) return tile_of<RB - 1, NV>(rows, nv, tile, r, p0);
+    if (nv < NV) return tile_of<RB, NV - 1>(rows, nv, tile, r, p0);
+    tile.template operator()<RB, NV>(r, p0);
   }
 }
 
-// Tiles of RB queries x NV vectors of keys; each group of NV vectors of keys stays in L1 while
-// every query takes it.
+// R queries' scores against P keys (whole blocks) in tiles of RB queries x NV vectors of `lanes`
+// keys: tile(r, p0) for the queries from r and the keys from p0. Each group of NV vectors of keys
+// stays in L1 while every query takes it.
+template <int lanes, int RB, int NV, class Tile>
+void for_key_tiles(int R, int P, const Tile& tile) {
+  const int vectors = ops::whole_key_blocks(P) / lanes;
+  for (int c = 0; c < vectors; c += NV)
+    for (int r = 0; r < R; r += RB)
+      tile_of<RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), tile, r, c * lanes);
+}
+
 template <class S, class W, int RB, int NV>
 void key_scores_in_tiles(const float* q, int ldq, int R, int D, const void* k, int P, float* s,
                          int lds) {
-  const int vectors = ops::whole_key_blocks(P) / S::lanes;
-  for (int c = 0; c < vectors; c += NV)
-    for (int r = 0; r < R; r += RB)
-      key_tile_of<S, W, RB, NV>(std::min(RB, R - r), std::min(NV, vectors - c), q + size_t(r) * ldq,
-                                ldq, D, k, c * S::lanes, s + size_t(r) * lds, lds);
+  for_key_tiles<S::lanes, RB, NV>(R, P, [&]<int rb, int nv>(int r, int p0) {
+    key_tile<S, W, rb, nv>(q + size_t(r) * ldq, ldq, D, k, p0, s + size_t(r) * lds, lds);
+  });
 }
 
 template <class S, class W>
@@ -430,13 +403,14 @@ inline void weighted_block(const float* a, int lda, int p0, int p1, int ahead, i
     if constexpr (std::is_same_v<W, Q8>) {
       // Each group's scale goes into the weights, one product per row and 32 values, not into
       // every value. Blocks of 32 or more columns start on a group (d a multiple of CH * lanes).
-      const auto* row = static_cast<const uint8_t*>(v) + value_byte_at<W>(p, 0, D);
+      const auto* bytes = static_cast<const uint8_t*>(v);
       constexpr int per_group = kQuantBlock / S::lanes;  // vectors
       for (int c = 0; c < CH; ++c)
-        vv[c] = S::load_i8(reinterpret_cast<const int8_t*>(row + d + c * S::lanes));
+        vv[c] = S::load_i8(
+            reinterpret_cast<const int8_t*>(bytes + value_byte_at<W>(p, d + c * S::lanes, D)));
       for (int c0 = 0; c0 < CH; c0 += per_group) {
         uint16_t h;
-        std::memcpy(&h, row + ops::q8_value_scale_at(0, d + c0 * S::lanes, D), 2);
+        std::memcpy(&h, bytes + ops::q8_value_scale_at(p, d + c0 * S::lanes, D), 2);
         const float scale = _cvtsh_ss(h);
         for (int r = 0; r < RB; ++r) {
           V av = S::set1(a[size_t(r) * lda + p] * scale);
@@ -500,7 +474,7 @@ void weighted_sum(const float* a, int lda, int R, int P, const void* v, int D, f
   // from memory once, with requests in flight, however many rows and column blocks there are.
   // Each output still adds its products in order of p.
   constexpr size_t kChunkBytes = 32 << 10;
-  const int chunk = std::max<int>(1, kChunkBytes / value_row_bytes<W>(D));
+  const int chunk = std::max<int>(1, kChunkBytes / row_bytes(kCacheDType<W>, D));
   for (int p0 = 0; p0 == 0 || p0 < P; p0 += chunk) {  // P = 0 still writes zeros
     const int p1 = std::min(P, p0 + chunk);
     int r = 0;

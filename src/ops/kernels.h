@@ -50,11 +50,12 @@ struct KernelTable {
   int tile_rows;  // rows per token tile of prepared x: splits at its multiples keep tiles whole
   // The attention kernels, indexed by the KV cache's DType: f32, f16 (widened as read), bf16
   // (null where the table has no bf16 dot products: q and a are rounded to bf16 and multiplied in
-  // pairs, as key_layout.h lays the cache out), q8_0 (int8 times its group's scale, as read).
-  // s[r * lds + p] = dot(q[r * ldq, :D], key p) for r < R and p < P rounded up to kKeyBlock (the
-  // last block's spare positions score whatever they hold), keys blocked as key_offset. Each
-  // score is one multiply-add per dimension (or pair), in order of d: it depends on its query and
-  // key only.
+  // pairs, as key_layout.h lays the cache out), q8_0 (values: int8 times its group's scale, as
+  // read; scores: the query quantized as quantize_x, each group's integer dot product times the two
+  // scales). s[r * lds + p] = dot(q[r * ldq, :D], key p) for r < R and p < P rounded up to
+  // kKeyBlock (the last block's spare positions score whatever they hold), keys blocked as
+  // key_offset. Each score is one multiply-add per dimension (or pair, or q8_0 group), in order of
+  // d: it depends on its query and key only.
   void (*key_scores[kCacheTypes])(const float* q, int ldq, int R, int D, const void* k, int P,
                                   float* s, int lds);
   // out[r, :] = sum over p < P of a[r, p] * v[p, :] for r < R; a [R, lda], v [P, D] (value_offset),
@@ -123,7 +124,8 @@ inline void rotate_rows(const float* x, int K, int lead, int t0, int t1, float* 
   }
 }
 
-// The integer kernels of each instruction set, added to its table (the same CPU requirements).
+// The integer kernels of each instruction set (quantized weights, a q8_0 cache's scores), added
+// to its table (the same CPU requirements).
 KernelTable with_reference_quant(KernelTable t);
 KernelTable with_avx2_quant(KernelTable t);
 // vnni: VNNI's dpbusd (auto where the CPU has it); else AVX512BW's maddubs + madd.

@@ -5,9 +5,10 @@
 // block is [head_dim / 2, kKeyBlock, 2] (dimensions 2i and 2i + 1 of a key side by side), values
 // [P / 2, head_dim, 2] (positions 2j and 2j + 1 of a dimension side by side); head_dim is even.
 // A q8_0 cache holds int8 values and an f16 scale for each 32 dimensions of a key or value (as
-// GGUF's Q8_0, 34 bytes for 32 values, so row_bytes sizes it): a key block is [head_dim,
-// kKeyBlock] int8, then its scales [head_dim / 32, kKeyBlock]; a value row head_dim int8, then
-// its head_dim / 32 scales. head_dim is a multiple of 32.
+// GGUF's Q8_0, 34 bytes for 32 values, so row_bytes sizes it): a key block is [head_dim / 4,
+// kKeyBlock, 4] int8 (4 dimensions of a key side by side, what one lane of an int8 dot product
+// sums), then its scales [head_dim / 32, kKeyBlock]; a value row head_dim int8, then its
+// head_dim / 32 scales. head_dim is a multiple of 32.
 #pragma once
 
 #include <algorithm>
@@ -48,19 +49,18 @@ inline size_t q8_key_block_bytes(int head_dim) {
   return row_bytes(DType::q8_0, size_t(head_dim) * kKeyBlock);
 }
 inline size_t q8_key_at(int p, int d, int head_dim) {
-  return size_t(p / kKeyBlock) * q8_key_block_bytes(head_dim) + size_t(d) * kKeyBlock +
-         p % kKeyBlock;
+  return size_t(p / kKeyBlock) * q8_key_block_bytes(head_dim) +
+         (size_t(d / 4) * kKeyBlock + p % kKeyBlock) * 4 + d % 4;
 }
 inline size_t q8_key_scale_at(int p, int d, int head_dim) {
   return size_t(p / kKeyBlock) * q8_key_block_bytes(head_dim) + size_t(head_dim) * kKeyBlock +
          (size_t(d / kQuantBlock) * kKeyBlock + p % kKeyBlock) * 2;
 }
-inline size_t q8_value_row_bytes(int head_dim) { return row_bytes(DType::q8_0, head_dim); }
 inline size_t q8_value_at(int p, int d, int head_dim) {
-  return size_t(p) * q8_value_row_bytes(head_dim) + d;
+  return size_t(p) * row_bytes(DType::q8_0, head_dim) + d;
 }
 inline size_t q8_value_scale_at(int p, int d, int head_dim) {
-  return size_t(p) * q8_value_row_bytes(head_dim) + head_dim + size_t(d / kQuantBlock) * 2;
+  return size_t(p) * row_bytes(DType::q8_0, head_dim) + head_dim + size_t(d / kQuantBlock) * 2;
 }
 
 // One group of 32 values as a q8_0 cache stores them: the f16 scale of the largest magnitude

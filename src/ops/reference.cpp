@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
+#include "io/quant_blocks.h"
 #include "ops/kernels.h"
 
 namespace qwen3::ops {
@@ -40,6 +42,30 @@ size_t prepared_floats(int T, int K) { return size_t(T) * K; }
 template <DType T>
 float factor(float x) {
   return T == DType::bf16 ? bf16_to_f32(f32_to_bf16(x)) : x;
+}
+
+// A q8_0 cache's scores: the query quantized as a quantized matmul's activations are, each
+// group's int8 products summed exactly, then times the key's and the query's scales (unfused).
+void q8_key_scores(const float* q, int ldq, int R, int D, const void* k, int P, float* s,
+                   int lds) {
+  const auto* bytes = static_cast<const uint8_t*>(k);
+  std::vector<int8_t> xq(D);
+  std::vector<float> xd(D / kQuantBlock);
+  std::vector<int32_t> xsum(D / kQuantBlock);
+  for (int r = 0; r < R; ++r) {
+    quantize_activations(q + size_t(r) * ldq, D, xq.data(), xd.data(), xsum.data());
+    for (int p = 0; p < whole_key_blocks(P); ++p) {
+      float acc = 0;
+      for (int g = 0; g < D; g += kQuantBlock) {
+        int32_t sum = 0;
+        for (int d = g; d < g + kQuantBlock; ++d)
+          sum += xq[d] * int8_t(bytes[q8_key_at(p, d, D)]);
+        const float key_scale = f16_to_f32(half_at(bytes + q8_key_scale_at(p, g, D), 0));
+        acc += float(sum) * (key_scale * xd[g / kQuantBlock]);
+      }
+      s[size_t(r) * lds + p] = acc;
+    }
+  }
 }
 
 template <DType T>
@@ -129,7 +155,7 @@ const KernelTable& reference_kernels() {
                             prepared_floats,
                             1,
                             {key_scores<DType::f32>, key_scores<DType::f16>,
-                             key_scores<DType::bf16>, key_scores<DType::q8_0>},
+                             key_scores<DType::bf16>, q8_key_scores},
                             {weighted_sum<DType::f32>, weighted_sum<DType::f16>,
                              weighted_sum<DType::bf16>, weighted_sum<DType::q8_0>},
                             {append_kv<DType::f32>, append_kv<DType::f16>, append_kv<DType::bf16>,

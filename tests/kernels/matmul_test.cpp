@@ -510,8 +510,9 @@ TEST(VectorKernels, AppendMatchesReference) {
 
 // A q8_0 cache: every table appends the reference's bytes (in one call or in pieces from any
 // position), each value within half a step of its group's scale (plus the scale's f16 rounding)
-// of what went in, and the scores and weighted sums over it within a dot product's rounding of
-// the reference's, a query's scores the same bits alone or among others.
+// of what went in; the reference's scores (the query quantized too) within half a query step
+// per dimension of the float product, and every table's scores and weighted sums within a dot
+// product's rounding of the reference's, a query's scores the same bits alone or among others.
 TEST(VectorKernels, Q8CacheMatchesReference) {
   const float eps = std::numeric_limits<float>::epsilon();
   std::mt19937 rng(6);
@@ -563,9 +564,21 @@ TEST(VectorKernels, Q8CacheMatchesReference) {
         kt->key_scores[kv](q.data(), ldq, R, D, got_k.data(), P, got.data(), lds);
         for (int r = 0; r < R; ++r)
           for (int p = 0; p < padded; ++p) {
+            double exact = 0, step_error = 0;
             float sum_abs = 0;
-            for (int d = 0; d < D; ++d)
-              sum_abs += std::abs(q[size_t(r) * ldq + d] * cached_key(q8, got_k.data(), p, d, D));
+            for (int d0 = 0; d0 < D; d0 += 32) {
+              float qmax = 0;
+              for (int d = d0; d < d0 + 32; ++d)
+                qmax = std::max(qmax, std::abs(q[size_t(r) * ldq + d]));
+              for (int d = d0; d < d0 + 32; ++d) {
+                const float key = cached_key(q8, got_k.data(), p, d, D);
+                exact += double(q[size_t(r) * ldq + d]) * key;
+                step_error += qmax / 254 * std::abs(key);
+                sum_abs += std::abs(q[size_t(r) * ldq + d] * key);
+              }
+            }
+            ASSERT_NEAR(want[size_t(r) * lds + p], exact, 1.01 * step_error + 2 * D * eps * sum_abs)
+                << where << " reference score r " << r << " p " << p;
             ASSERT_NEAR(got[size_t(r) * lds + p], want[size_t(r) * lds + p], 2 * D * eps * sum_abs)
                 << where << " score r " << r << " p " << p;
           }

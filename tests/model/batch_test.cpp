@@ -241,8 +241,9 @@ TEST(Batch, AQ8CacheHoldsAQuarterOfTheBytesNearTheF32Logits) {
   EXPECT_EQ(a.bytes() * 34, b.bytes() * 128);
   float most = 0;
   for (size_t i = 0; i < la.size(); ++i) most = std::max(most, std::abs(la[i] - lb[i]));
-  EXPECT_GT(most, 0.0f);  // the cache does round (0.038 measured)
-  EXPECT_LT(most, 0.057f) << "largest logit difference from the f32 cache";
+  // The cache rounds, and its scores take the query rounded to int8 too (0.059 measured).
+  EXPECT_GT(most, 0.0f);
+  EXPECT_LT(most, 0.089f) << "largest logit difference from the f32 cache";
   try {
     Model::load(test::untied_model(), {.kv_cache = KvCacheType::q8});
     ADD_FAILURE() << "a q8 cache with head_dim 16";

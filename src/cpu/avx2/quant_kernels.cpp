@@ -3,7 +3,7 @@
 #include "cpu/target.h"  // first: see there
 QWEN3_TARGET_AVX2
 
-#include "cpu/quant_kernels.h"
+#include "cpu/q8_key_scores.h"
 
 namespace qwen3::cpu {
 
@@ -60,6 +60,8 @@ struct Avx2Int8 {
   static V cvt(I v) { return _mm256_cvtepi32_ps(v); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }
+  static V loadf(const float* p) { return _mm256_loadu_ps(p); }
+  static void storef(float* p, V v) { _mm256_storeu_ps(p, v); }
   static void store(float* p, V v, int lo, int hi) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), lane),
@@ -98,6 +100,8 @@ struct Avx2Int8 {
 
 namespace qwen3::ops {
 
-KernelTable with_avx2_quant(KernelTable t) { return cpu::with_quant<cpu::Avx2Int8>(t); }
+KernelTable with_avx2_quant(KernelTable t) {
+  return cpu::with_q8_key_scores<cpu::Avx2Int8>(cpu::with_quant<cpu::Avx2Int8>(t));
+}
 
 }  // namespace qwen3::ops

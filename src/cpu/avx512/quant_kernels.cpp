@@ -3,7 +3,7 @@
 #include "cpu/target.h"  // first: see there
 QWEN3_TARGET_AVX512
 
-#include "cpu/quant_kernels.h"
+#include "cpu/q8_key_scores.h"
 
 namespace qwen3::cpu {
 
@@ -64,6 +64,8 @@ struct Avx512Int8 {
   static V cvt(I v) { return _mm512_cvtepi32_ps(v); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
+  static V loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static void storef(float* p, V v) { _mm512_storeu_ps(p, v); }
   static void store(float* p, V v, int lo, int hi) {
     if (lo < hi) _mm512_mask_storeu_ps(p, __mmask16(((1u << hi) - 1) & ~((1u << lo) - 1)), v);
   }
@@ -88,8 +90,9 @@ struct Avx512Int8 {
 namespace qwen3::ops {
 
 KernelTable with_avx512_quant(KernelTable t, bool vnni) {
-  return vnni ? cpu::with_quant<cpu::Avx512Int8<true>>(t)
-              : cpu::with_quant<cpu::Avx512Int8<false>>(t);
+  using cpu::Avx512Int8, cpu::with_q8_key_scores, cpu::with_quant;
+  return vnni ? with_q8_key_scores<Avx512Int8<true>>(with_quant<Avx512Int8<true>>(t))
+              : with_q8_key_scores<Avx512Int8<false>>(with_quant<Avx512Int8<false>>(t));
 }
 
 }  // namespace qwen3::ops
