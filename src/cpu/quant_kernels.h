@@ -10,7 +10,8 @@
 // (x * sign w), xor80, nib_lo, nib_hi, scales(p) (S::lanes f16 to float), ubytes(p) / sbytes(p)
 // (S::lanes unsigned / signed bytes to float), shl16(v, n) / shr16(v, n) (each 16-bit lane
 // shifted), and_, or_, sub8, splat8, set1, add32, cvt, mul, fma, loadf(p) / storef(p, v) (S::lanes
-// floats), store(p, v, lo, hi) (lanes lo..hi-1 only), quantize_block(x, q, d, sum) (quantize_activations of one block, bit for bit),
+// floats), store(p, v, lo, hi) (lanes lo..hi-1 only), quantize_block(x, q, d, sum)
+// (quantize_activations of one block, bit for bit),
 // table16(p) (16 bytes into each 128-bit lane), lookup16(t, i) (bytes of t at indices i, 0..15,
 // within each 128-bit lane).
 #pragma once
